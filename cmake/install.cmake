@@ -1,0 +1,16 @@
+# cmake --install, then find_package(poolalloc) and target_link_libraries(app poolalloc::toolkit).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY include/poolalloc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS poolalloc_toolkit EXPORT poolallocTargets)
+install(EXPORT poolallocTargets NAMESPACE poolalloc::
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/poolalloc)
+configure_package_config_file(cmake/poolallocConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/poolallocConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/poolalloc)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/poolallocConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/poolallocConfig.cmake
+              ${PROJECT_BINARY_DIR}/poolallocConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/poolalloc)

@@ -1,0 +1,87 @@
+// A one-line message built in a fixed buffer and written with write(2): usable where nothing
+// may allocate (inside malloc, before main, in a dying process).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+namespace poolalloc::detail {
+
+class Message {
+ public:
+  Message& operator<<(std::string_view text) {
+    for (char c : text) put(c);
+    return *this;
+  }
+  Message& operator<<(const void* p) { return hex(reinterpret_cast<std::uintptr_t>(p)); }
+  Message& operator<<(std::uint64_t n) {
+    char digits[20];
+    int count = 0;
+    do {
+      digits[count++] = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0);
+    while (count > 0) put(digits[--count]);
+    return *this;
+  }
+  Message& operator<<(std::uint32_t n) { return *this << std::uint64_t{n}; }
+  Message& operator<<(int n) {
+    if (n < 0) put('-');
+    return *this << static_cast<std::uint64_t>(n < 0 ? -static_cast<std::int64_t>(n) : n);
+  }
+  Message& hex(std::uint64_t n) {
+    *this << "0x";
+    int shift = 60;
+    while (shift > 0 && ((n >> shift) & 0xf) == 0) shift -= 4;
+    for (; shift >= 0; shift -= 4) put("0123456789abcdef"[(n >> shift) & 0xf]);
+    return *this;
+  }
+  // Right-aligns what `write` appends in a field of `width` characters (for tables).
+  template <class Write>
+  Message& padded(int width, Write write) {
+    const std::size_t start = length_;
+    write(*this);
+    const std::size_t written = length_ - start;
+    if (written < static_cast<std::size_t>(width) && length_ + (width - written) <= kCapacity) {
+      const std::size_t pad = width - written;
+      for (std::size_t i = length_; i-- > start;) buffer_[i + pad] = buffer_[i];
+      for (std::size_t i = 0; i < pad; ++i) buffer_[start + i] = ' ';
+      length_ += pad;
+    }
+    return *this;
+  }
+
+  [[nodiscard]] std::string_view text() const { return {buffer_, length_}; }
+
+  // Writes the whole buffer, retrying on short writes and EINTR; errors are ignored because
+  // there is nowhere left to report them.
+  void write_to(int fd) const {
+    std::size_t done = 0;
+    while (done < length_) {
+      const ssize_t n = ::write(fd, buffer_ + done, length_ - done);
+      if (n <= 0) return;
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+ private:
+  static constexpr std::size_t kCapacity = 512;
+  void put(char c) {
+    if (length_ < kCapacity) buffer_[length_++] = c;
+  }
+  char buffer_[kCapacity];
+  std::size_t length_ = 0;
+};
+
+// Misuse that would otherwise corrupt memory: say what and where on stderr, then abort.
+[[noreturn]] inline void fatal(Message& message) {
+  message << "\n";
+  message.write_to(STDERR_FILENO);
+  std::abort();
+}
+
+}  // namespace poolalloc::detail

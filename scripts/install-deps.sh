@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's packages, whatever poolalloc needs to build, test and benchmark
+# that is not installed yet. Quiet and quick when everything is already there.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
+  # the real programs the integration tests run under LD_PRELOAD
+  python3 sqlite3 git xz-utils redis-server redis-tools procps
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo=sudo
+  echo "installing: ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test, as CI does:
+#   1. release build with g++: unit, stress and integration tests (real programs under LD_PRELOAD);
+#   2. clang build: the same code must compile warning-free, and the unit tests pass;
+#   3. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   4. the thread-related tests under ThreadSanitizer.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/install-deps.sh"
+
+stage() { printf '\n== %s\n' "$*"; }
+build() {
+  local dir=$1
+  shift
+  cmake -S "$root" -B "$root/$dir" -G Ninja "$@" >/dev/null
+  cmake --build "$root/$dir"
+}
+check() { ctest --test-dir "$root/$1" --output-on-failure -j2 "${@:2}"; }
+
+stage "g++ release build: all tests"
+build build
+check build
+
+stage "clang build: unit tests"
+build build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPOOLALLOC_BUILD_BENCH=OFF
+check build-clang -LE integration
+
+stage "AddressSanitizer + UndefinedBehaviorSanitizer: toolkit and core"
+build build-asan -DCMAKE_BUILD_TYPE=Debug -DPOOLALLOC_SANITIZE=address
+check build-asan
+
+stage "ThreadSanitizer: thread-related tests"
+build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOOLALLOC_SANITIZE=thread
+check build-tsan -L threads

@@ -1,0 +1,76 @@
+#include <poolalloc/detail/lazy_block_list.hpp>
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+namespace {
+
+using poolalloc::detail::BlockDivider;
+using poolalloc::detail::LazyBlockList;
+
+TEST(BlockDivider, MatchesDivisionForEveryClassLikeDivisor) {
+  for (std::uint32_t d : {4u, 16u, 48u, 80u, 112u, 640u, 1792u, 28672u, 65536u}) {
+    const BlockDivider div(d);
+    for (std::uint32_t n : {0u, 1u, d - 1, d, d + 1, 7 * d, 7 * d + 3, 262143u, UINT32_MAX}) {
+      EXPECT_EQ(div.quotient(n), n / d) << n << " / " << d;
+      EXPECT_EQ(div.divides(n), n % d == 0) << n << " % " << d;
+    }
+  }
+}
+
+TEST(LazyBlockList, HandsOutEveryBlockOnceThenNullptr) {
+  std::vector<std::uint32_t> memory(8 * 4);
+  LazyBlockList list(memory.data(), 16, 8);
+  std::set<void*> seen;
+  for (int i = 0; i < 8; ++i) {
+    void* block = list.allocate();
+    ASSERT_NE(block, nullptr);
+    EXPECT_TRUE(list.on_block_boundary(block));
+    EXPECT_TRUE(seen.insert(block).second);
+  }
+  EXPECT_EQ(list.allocate(), nullptr);
+  EXPECT_TRUE(list.full());
+}
+
+TEST(LazyBlockList, ReusesReturnedBlocksLastInFirstOut) {
+  std::vector<std::uint32_t> memory(4 * 4);
+  LazyBlockList list(memory.data(), 16, 4);
+  void* a = list.allocate();
+  void* b = list.allocate();
+  list.deallocate(a);
+  list.deallocate(b);
+  EXPECT_TRUE(list.free_list_is_consistent());
+  EXPECT_EQ(list.allocate(), b);
+  EXPECT_EQ(list.allocate(), a);
+  EXPECT_EQ(list.free_count(), 2u);
+}
+
+TEST(LazyBlockList, CreationTouchesNoBlock) {
+  std::vector<unsigned char> memory(64, 0xee);
+  LazyBlockList list(memory.data(), 16, 4);
+  for (unsigned char byte : memory) ASSERT_EQ(byte, 0xee);
+  EXPECT_EQ(list.free_count(), 4u);
+}
+
+TEST(LazyBlockList, DetectsCorruptedLink) {
+  std::vector<std::uint32_t> memory(4 * 4);
+  LazyBlockList list(memory.data(), 16, 4);
+  void* a = list.allocate();
+  list.deallocate(a);
+  static_cast<std::uint32_t*>(a)[0] = 3;  // a link to a block never handed out
+  EXPECT_FALSE(list.free_list_is_consistent());
+}
+
+TEST(LazyBlockList, RejectsInteriorPointers) {
+  std::vector<std::uint32_t> memory(4 * 12);
+  LazyBlockList list(memory.data(), 48, 4);
+  auto* base = reinterpret_cast<std::byte*>(memory.data());
+  EXPECT_TRUE(list.contains(base + 100));
+  EXPECT_FALSE(list.on_block_boundary(base + 100));
+  EXPECT_TRUE(list.on_block_boundary(base + 96));
+  EXPECT_FALSE(list.contains(base + 192));
+}
+
+}  // namespace
