@@ -1,0 +1,42 @@
+/* poolalloc: the drop-in malloc's own API, for programs that link libpoolalloc or want to ask
+ * the preloaded library about itself. The standard C and C++ allocation functions are the rest
+ * of the API; they are declared by <stdlib.h>, <malloc.h> and <new>. */
+#ifndef POOLALLOC_POOLALLOC_H
+#define POOLALLOC_POOLALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Nonzero when p is a live or free block served by the pools (not by the system allocator). */
+int poolalloc_owns(const void* p);
+
+/* Writes the statistics table (the one POOLALLOC_STATS=1 prints at exit) to fd. */
+void poolalloc_print_stats(int fd);
+
+/* Totals over all size classes. Counters are read without stopping other threads, so
+ * they are a consistent snapshot only when no other thread allocates. */
+struct poolalloc_stats {
+  uint64_t pooled_requests;  /* allocations served by the pools */
+  uint64_t pooled_frees;     /* blocks given back to the pools */
+  uint64_t pooled_live;      /* pooled_requests - pooled_frees */
+  uint64_t pooled_peak;      /* most blocks out of their spans at once (live plus thread-cached) */
+  uint64_t spans_in_use;     /* spans carved for a size class */
+  uint64_t bytes_held;       /* bytes of spans carved for size classes */
+  uint64_t system_requests;  /* allocations forwarded to the system allocator */
+  uint64_t system_bytes;     /* bytes requested by those allocations */
+  uint64_t thread_caches;    /* thread caches in use */
+  uint64_t resident_bytes;   /* resident pages of the pool region (what RSS the pools cost) */
+};
+
+/* Fills *stats; returns 0, or -1 when stats is NULL. */
+int poolalloc_get_stats(struct poolalloc_stats* stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POOLALLOC_POOLALLOC_H */
