@@ -1,0 +1,77 @@
+#include "allocator.hpp"
+
+#include <bit>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "central_lists.hpp"
+
+namespace poolalloc::internal {
+
+void* allocate_zeroed(std::size_t count, std::size_t size) {
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(count, size, &total)) [[unlikely]] {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (total > g_options.max_pooled) return system_calloc(count, size);
+  void* block = allocate(total);
+  if (block != nullptr) std::memset(block, 0, total);
+  return block;
+}
+
+void* reallocate(void* p, std::size_t size) {
+  if (p == nullptr) return allocate(size);
+  if (size == 0) {  // glibc frees and returns NULL
+    deallocate(p);
+    return nullptr;
+  }
+  if (!region_owns(p)) return system_realloc(p, size);
+  const unsigned cls = pooled_class_of(p, "realloc");
+  const std::size_t old_size = class_size(cls);
+  if (size <= old_size && class_of(size) == cls) return p;
+  void* moved = allocate(size);
+  if (moved == nullptr) return nullptr;  // errno is ENOMEM; the old block is untouched
+  // Programs may have written the whole usable size, not just what they asked for.
+  std::memcpy(moved, p, size < old_size ? size : old_size);
+  pool_deallocate(p, cls);
+  return moved;
+}
+
+void* allocate_aligned(std::size_t alignment, std::size_t size) {
+  if (alignment <= kMinAlignment) return allocate(size);
+  // Spans start on kSpanSize boundaries, so the blocks of a class whose size is a multiple of
+  // the alignment are all aligned; every power of two up to 32 KiB is such a class.
+  const std::size_t padded =
+      (size < alignment ? alignment : size + alignment - 1) & ~(alignment - 1);
+  if (padded <= g_options.max_pooled && padded >= size) {
+    unsigned cls = class_of(padded);
+    if (class_size(cls) % alignment != 0) cls = class_of(std::bit_ceil(padded));
+    if (void* block = pool_allocate(cls)) return block;
+  }
+  return system_memalign(alignment, size);
+}
+
+void* memalign_like_glibc(std::size_t alignment, std::size_t size) {
+  if (alignment > SIZE_MAX / 2 + 1) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return allocate_aligned(std::bit_ceil(alignment), size);
+}
+
+std::size_t usable_size(void* p) {
+  if (p == nullptr) return 0;
+  if (region_owns(p)) return class_size(pooled_class_of(p, "malloc_usable_size"));
+  return system_usable_size(p);
+}
+
+bool trim(std::size_t pad) {
+  flush_thread_cache();
+  const bool released_pools = release_empty_spans() != 0;
+  const bool released_system = system_trim(pad) != 0;
+  return released_pools || released_system;
+}
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,41 @@
+// The allocator behind the exported functions: routes each request to the pools or to the
+// system allocator and gives it glibc's semantics. malloc and free are inline so that the
+// exported entry points compile to the fast path itself.
+#pragma once
+
+#include <cstddef>
+
+#include "fast_path.hpp"
+#include "options.hpp"
+#include "system_forwarding.hpp"
+
+namespace poolalloc::internal {
+
+inline void* allocate(std::size_t size) {
+  if (size <= g_options.max_pooled) [[likely]] {
+    if (void* block = pool_allocate(class_of(size))) [[likely]]
+      return block;
+  }
+  return system_malloc(size);
+}
+
+inline void deallocate(void* p) {
+  if (region_owns(p)) [[likely]] {
+    pool_deallocate(p, pooled_class_of(p, "free"));
+    return;
+  }
+  system_free(p);  // also nullptr, which it ignores
+}
+
+void* allocate_zeroed(std::size_t count, std::size_t size);
+void* reallocate(void* p, std::size_t size);
+// `alignment` is a power of two.
+void* allocate_aligned(std::size_t alignment, std::size_t size);
+// glibc's memalign: any alignment, rounded up to a power of two; EINVAL when that overflows.
+void* memalign_like_glibc(std::size_t alignment, std::size_t size);
+std::size_t usable_size(void* p);
+// malloc_trim: gives this thread's cached blocks and every empty span back; true when memory
+// was returned to the OS.
+bool trim(std::size_t pad);
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,27 @@
+#include "misuse.hpp"
+
+#include "pool_region.hpp"
+#include "poolalloc/detail/message.hpp"
+#include "size_classes.hpp"
+
+namespace poolalloc::internal {
+
+void report_invalid_pointer(const char* operation, const void* p) {
+  const std::uintptr_t offset = region_offset(p);
+  const unsigned cls = g_region.span_class_plus_one[offset >> kSpanShift] - 1u;
+  detail::Message message;
+  message << "poolalloc: " << operation << "(" << p << "): ";
+  if (cls >= kClassCount) {
+    message << "not a block: it lies in a part of the pool region that serves no size class";
+  } else {
+    const std::uint32_t size = class_size(cls);
+    const std::uintptr_t into_block = (offset & (kSpanSize - 1)) % size;
+    message << "not a block: it points " << std::uint64_t{into_block} << " bytes into the " << size
+            << "-byte block at "
+            << reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) - into_block)
+            << " (size class " << cls << ")";
+  }
+  detail::fatal(message);
+}
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,90 @@
+#include "options.hpp"
+
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <string_view>
+
+#include "poolalloc/detail/message.hpp"
+#include "size_classes.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+std::string_view find_variable(std::string_view name) {
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (text.size() > name.size() && text.starts_with(name) && text[name.size()] == '=')
+      return text.substr(name.size() + 1);
+  }
+  return {};
+}
+
+// A decimal number of bytes with an optional K, M or G suffix (powers of 1024).
+bool parse_size(std::string_view text, std::size_t& value) {
+  if (text.empty()) return false;
+  std::size_t shift = 0;
+  switch (text.back()) {
+    case 'k':
+    case 'K':
+      shift = 10;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      break;
+    default:
+      break;
+  }
+  if (shift != 0) text.remove_suffix(1);
+  if (text.empty()) return false;
+  std::size_t number = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9' || number > (SIZE_MAX >> shift) / 10) return false;
+    number = number * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (number > (SIZE_MAX >> shift)) return false;
+  value = number << shift;
+  return true;
+}
+
+void report_invalid(std::string_view name, std::string_view text, std::string_view expected,
+                    std::size_t default_value) {
+  detail::Message message;
+  message << "poolalloc: ignoring " << name << "=" << text << " (expected " << expected
+          << "); using " << std::uint64_t{default_value} << "\n";
+  message.write_to(STDERR_FILENO);
+}
+
+void read_size(std::string_view name, std::size_t min, std::size_t max, std::string_view expected,
+               std::size_t& option) {
+  const std::string_view text = find_variable(name);
+  if (text.data() == nullptr) return;
+  std::size_t value = 0;
+  if (parse_size(text, value) && value >= min && value <= max) {
+    option = value;
+  } else {
+    report_invalid(name, text, expected, option);
+  }
+}
+
+}  // namespace
+
+bool read_options() {
+  if (environ == nullptr) return false;
+  if (getauxval(AT_SECURE) != 0) return true;
+  read_size("POOLALLOC_MAX_POOLED", 0, kLargestClassSize, "a size from 0 to 32768",
+            g_options.max_pooled);
+  read_size("POOLALLOC_REGION_SIZE", std::size_t{8} << 20, std::size_t{1} << 46,
+            "a size from 8M to 64T, such as 16G", g_options.region_size);
+  std::size_t stats = 0;
+  read_size("POOLALLOC_STATS", 0, 1, "0 or 1", stats);
+  g_options.stats_at_exit = stats == 1;
+  return true;
+}
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,30 @@
+// Span carving: hands out spans of the pool region to size classes and takes back the ones
+// that became empty, returning their pages to the OS.
+#pragma once
+
+#include <cstddef>
+
+#include "pool_region.hpp"
+
+namespace poolalloc::internal {
+
+// Reserves the region (address space only) at initialisation; false if no range could be had,
+// in which case every request goes to the system allocator.
+bool reserve_region(std::size_t bytes);
+
+// A span set up to serve `cls`, its pages committed; nullptr when the region is exhausted.
+Span* carve_span(unsigned cls);
+
+// Gives the span's pages back to the OS; the span may then be carved for any class.
+void release_span(Span& span);
+
+// Bytes of spans carved and not released: what the pools hold.
+std::size_t carved_bytes();
+
+// Bytes of carved spans resident in memory (mincore): what the pools cost in RSS.
+std::size_t resident_bytes();
+
+void lock_span_carving_for_fork();
+void unlock_span_carving_after_fork(bool in_child);
+
+}  // namespace poolalloc::internal

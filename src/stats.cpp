@@ -1,0 +1,91 @@
+#include "stats.hpp"
+
+#include "central_lists.hpp"
+#include "pool_region.hpp"
+#include "poolalloc/detail/message.hpp"
+#include "span_carving.hpp"
+#include "system_forwarding.hpp"
+#include "thread_cache.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+struct ClassStats {
+  std::uint64_t requests, frees, live, peak, spans, bytes_held;
+};
+
+ClassStats class_stats(unsigned cls) {
+  const ClassCounters central = class_counters(cls);
+  const ClassUsage usage = class_usage(cls);
+  // Blocks out of their spans are either live or waiting in a thread cache.
+  const std::uint64_t live = central.blocks_out - usage.cached;
+  return {usage.requests,   usage.requests - live, live,
+          central.peak_out, central.spans,         central.spans * kSpanSize};
+}
+
+template <class... Values>
+void print_row(int fd, const Values&... values) {
+  detail::Message line;
+  ((line.padded(13, [&](detail::Message& m) { m << values; })), ...);
+  line << "\n";
+  line.write_to(fd);
+}
+
+void print_total(int fd, std::string_view label, std::uint64_t value) {
+  detail::Message line;
+  line << label << ": " << value << "\n";
+  line.write_to(fd);
+}
+
+}  // namespace
+
+void print_stats(int fd) {
+  print_total(fd, "poolalloc statistics, pid", static_cast<std::uint64_t>(getpid()));
+  print_row(fd, "class", "block size", "requests", "frees", "live", "peak", "spans", "bytes held");
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const ClassStats s = class_stats(cls);
+    if (s.requests == 0 && s.spans == 0) continue;
+    print_row(fd, std::uint64_t{cls}, class_size(cls), s.requests, s.frees, s.live, s.peak, s.spans,
+              s.bytes_held);
+  }
+  const poolalloc_stats totals = collect_stats();
+  print_total(fd, "system-forwarded requests", totals.system_requests);
+  print_total(fd, "system-forwarded bytes", totals.system_bytes);
+  print_total(fd, "thread caches in use", totals.thread_caches);
+  print_total(fd, "bytes held by the pools", totals.bytes_held);
+  print_total(fd, "resident bytes of the pools", totals.resident_bytes);
+  print_total(fd, "pooled requests", totals.pooled_requests);
+}
+
+poolalloc_stats collect_stats() {
+  poolalloc_stats totals{};
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const ClassStats s = class_stats(cls);
+    totals.pooled_requests += s.requests;
+    totals.pooled_frees += s.frees;
+    totals.pooled_live += s.live;
+    totals.pooled_peak += s.peak;
+    totals.spans_in_use += s.spans;
+    totals.bytes_held += s.bytes_held;
+  }
+  totals.system_requests = g_system_counters.requests.load(std::memory_order_relaxed);
+  totals.system_bytes = g_system_counters.bytes.load(std::memory_order_relaxed);
+  totals.thread_caches = live_thread_caches();
+  totals.resident_bytes = resident_bytes();
+  return totals;
+}
+
+struct mallinfo2 pooled_mallinfo2() {
+  // The pools' figures added to glibc's for what was forwarded to it.
+  struct mallinfo2 info = system_mallinfo2();
+  std::uint64_t live_bytes = 0;
+  for (unsigned cls = 0; cls < kClassCount; ++cls)
+    live_bytes += class_stats(cls).live * class_size(cls);
+  const std::size_t held = carved_bytes();
+  info.arena += held;
+  info.uordblks += live_bytes;
+  info.fordblks += held - live_bytes;
+  return info;
+}
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,186 @@
+#include "thread_cache.hpp"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <new>
+
+#include "bootstrap.hpp"
+#include "central_lists.hpp"
+#include "lock.hpp"
+
+namespace poolalloc::internal {
+
+constinit ThreadCache g_empty_cache;
+constinit __thread ThreadCache* t_cache = &g_empty_cache;
+
+namespace {
+
+// A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
+// destructor again only a few times, then leak it. Its later calls go to the central lists.
+constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
+
+// A bin holds at most kBinBytes of blocks, between kMinBinBlocks and kMaxBinBlocks of them,
+// and moves half of that to or from the central lists at a time.
+constexpr std::uint32_t kBinBytes = 64 * 1024;
+constexpr std::uint32_t kMinBinBlocks = 4;
+constexpr std::uint32_t kMaxBinBlocks = 256;
+
+std::uint32_t bin_limit(unsigned cls) {
+  return std::clamp(kBinBytes / class_size(cls), kMinBinBlocks, kMaxBinBlocks);
+}
+
+// Thread caches are carved from mappings of their own and recycled when threads exit.
+constexpr std::size_t kCachesPerMapping = 64;
+
+Lock g_registry_lock;
+ThreadCache* g_live = nullptr;      // caches of running threads
+ThreadCache* g_recycled = nullptr;  // caches of exited threads, ready for new ones
+std::uint64_t g_live_count = 0;
+std::uint64_t g_exited_requests[kClassCount] = {};
+std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
+pthread_key_t g_exit_key;
+
+ThreadCache* new_cache() {
+  LockGuard guard(g_registry_lock);
+  if (g_recycled == nullptr) {
+    void* mapping = mmap(nullptr, kCachesPerMapping * sizeof(ThreadCache), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapping == MAP_FAILED) return nullptr;
+    auto* caches = static_cast<ThreadCache*>(mapping);
+    for (std::size_t i = 0; i < kCachesPerMapping; ++i) {
+      new (&caches[i]) ThreadCache;
+      caches[i].next = g_recycled;
+      g_recycled = &caches[i];
+    }
+  }
+  ThreadCache* cache = g_recycled;
+  g_recycled = cache->next;
+  *cache = ThreadCache{};
+  for (unsigned cls = 0; cls < kClassCount; ++cls) cache->bins[cls].limit = bin_limit(cls);
+  cache->next = g_live;
+  if (g_live != nullptr) g_live->prev = cache;
+  g_live = cache;
+  ++g_live_count;
+  return cache;
+}
+
+void retire_cache(ThreadCache* cache) {
+  LockGuard guard(g_registry_lock);
+  for (unsigned cls = 0; cls < kClassCount; ++cls)
+    g_exited_requests[cls] += cache->bins[cls].requests;
+  (cache->prev != nullptr ? cache->prev->next : g_live) = cache->next;
+  if (cache->next != nullptr) cache->next->prev = cache->prev;
+  --g_live_count;
+  cache->next = g_recycled;
+  g_recycled = cache;
+}
+
+void flush_bin(unsigned cls, CacheBin& bin) {
+  if (bin.count != 0) give_blocks(cls, BlockChain{bin.head, bin.count});
+  bin.head = nullptr;
+  bin.count = 0;
+}
+
+void on_thread_exit(void* data) {
+  auto* cache = static_cast<ThreadCache*>(data);
+  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, cache->bins[cls]);
+  t_cache = &g_empty_cache;
+  t_exited = true;
+  retire_cache(cache);
+}
+
+// The calling thread's cache, created on its first allocation; nullptr for a thread that
+// exited its cache already, or when the pools are unavailable.
+ThreadCache* own_cache() {
+  if (t_cache != &g_empty_cache) return t_cache;
+  if (t_exited || !ensure_initialised()) return nullptr;
+  ThreadCache* cache = new_cache();
+  if (cache == nullptr) return nullptr;
+  t_cache = cache;
+  // Registers the exit flush. For keys past the first 32 glibc allocates here; the cache is
+  // already in place to serve that allocation.
+  pthread_setspecific(g_exit_key, cache);
+  return cache;
+}
+
+}  // namespace
+
+void init_thread_caches() {
+  pthread_key_create(&g_exit_key, on_thread_exit);
+}
+
+void* refill_and_allocate(unsigned cls) {
+  ThreadCache* cache = own_cache();
+  if (cache == nullptr) {
+    BlockChain one = take_blocks(cls, 1);
+    if (one.count == 0) return nullptr;
+    g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
+    return one.head;
+  }
+  CacheBin& bin = cache->bins[cls];
+  BlockChain chain = take_blocks(cls, bin.limit / 2);
+  if (chain.count == 0) return nullptr;
+  void* block = chain.pop();
+  bin.head = chain.head;
+  bin.count = chain.count;
+  ++bin.requests;
+  return block;
+}
+
+void flush_and_deallocate(unsigned cls, void* block) {
+  const int saved_errno = errno;  // free() preserves errno; flushing may madvise
+  ThreadCache* cache = own_cache();
+  if (cache == nullptr) {
+    BlockChain one;
+    one.push(block);
+    give_blocks(cls, one);
+  } else {
+    CacheBin& bin = cache->bins[cls];
+    if (bin.count == bin.limit) {
+      // Hand back the most recently cached half; keep the rest.
+      BlockChain half{bin.head, bin.limit / 2};
+      void* last = bin.head;
+      for (std::uint32_t i = 1; i < half.count; ++i) last = *static_cast<void**>(last);
+      bin.head = *static_cast<void**>(last);
+      bin.count -= half.count;
+      give_blocks(cls, half);
+    }
+    *static_cast<void**>(block) = bin.head;
+    bin.head = block;
+    ++bin.count;
+  }
+  errno = saved_errno;
+}
+
+void flush_thread_cache() {
+  if (t_cache == &g_empty_cache) return;
+  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, t_cache->bins[cls]);
+}
+
+ClassUsage class_usage(unsigned cls) {
+  LockGuard guard(g_registry_lock);
+  ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
+  for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
+    usage.requests += cache->bins[cls].requests;
+    usage.cached += cache->bins[cls].count;
+  }
+  return usage;
+}
+
+std::uint64_t live_thread_caches() {
+  LockGuard guard(g_registry_lock);
+  return g_live_count;
+}
+
+void lock_thread_caches_for_fork() {
+  g_registry_lock.lock();
+}
+void unlock_thread_caches_after_fork(bool in_child) {
+  g_registry_lock.unlock_after_fork(in_child);
+}
+
+}  // namespace poolalloc::internal

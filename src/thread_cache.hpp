@@ -1,0 +1,59 @@
+// Thread caches: per thread and size class, a bounded stack of free blocks. The fast path
+// (fast_path.hpp) pops and pushes here without locks or atomics; the functions below are the
+// slow paths that refill a bin from the central lists or flush half of it back.
+#pragma once
+
+#include <cstdint>
+
+#include "size_classes.hpp"
+
+namespace poolalloc::internal {
+
+struct CacheBin {
+  void* head = nullptr;  // free blocks linked through their first word
+  std::uint32_t count = 0;
+  std::uint32_t limit = 0;     // 0 in the empty cache, so that every free there takes the slow path
+  std::uint64_t requests = 0;  // allocations served from this bin (statistics)
+};
+
+struct ThreadCache {
+  CacheBin bins[kClassCount];
+  ThreadCache* next = nullptr;  // in the registry of live caches
+  ThreadCache* prev = nullptr;
+};
+
+// What t_cache points to before a thread's first allocation and after its exit: all bins
+// empty with limit 0, so both fast paths fall through to the slow path, which creates the
+// thread's cache (or, in an exiting thread, goes to the central lists directly).
+extern ThreadCache g_empty_cache;
+
+// One pointer of initial-exec TLS: no __tls_get_addr call (which may itself malloc) and no
+// TLS wrapper function, whichever way the library is loaded or linked.
+extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
+
+// Slow path of allocation: the bin is empty. Refills it and returns a block, or nullptr when
+// the pools cannot serve the class (the caller then forwards to the system allocator).
+void* refill_and_allocate(unsigned cls);
+
+// Slow path of free: the bin is full (or this thread has no cache yet).
+void flush_and_deallocate(unsigned cls, void* block);
+
+// Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
+void flush_thread_cache();
+
+// Sets up thread-exit handling; called once during initialisation.
+void init_thread_caches();
+
+// Statistics of one class over live and exited threads: allocations served, and blocks
+// sitting free in thread caches.
+struct ClassUsage {
+  std::uint64_t requests;
+  std::uint64_t cached;
+};
+ClassUsage class_usage(unsigned cls);
+std::uint64_t live_thread_caches();
+
+void lock_thread_caches_for_fork();
+void unlock_thread_caches_after_fork(bool in_child);
+
+}  // namespace poolalloc::internal
