@@ -5,12 +5,16 @@
 namespace poolalloc::internal {
 namespace {
 
-// glibc's definition of `name`: the next one after ours in the lookup order.
+// glibc's own definition of `name`. Not dlsym(RTLD_NEXT): the next definition after ours can
+// be another allocator's (redis-server links jemalloc), which knows nothing of glibc's blocks.
 template <class Function>
 Function glibc_function(std::atomic<Function>& cached, const char* name) {
   Function function = cached.load(std::memory_order_acquire);
   if (function == nullptr) {
-    function = reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
+    void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (libc == nullptr) return nullptr;
+    function = reinterpret_cast<Function>(dlsym(libc, name));
+    dlclose(libc);
     cached.store(function, std::memory_order_release);
   }
   return function;
