@@ -69,7 +69,7 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
-  const bool released_pools = release_empty_spans() != 0;
+  const bool released_pools = trim_central_lists() != 0;
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;
 }

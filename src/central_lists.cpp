@@ -4,14 +4,19 @@
 
 #include "lock.hpp"
 #include "pool_region.hpp"
-#include "size_classes.hpp"
 #include "span_carving.hpp"
 
 namespace poolalloc::internal {
 namespace {
 
+// The stack of batches holds at most this many bytes of blocks per class.
+constexpr std::size_t kStackBytes = 2 * 1024 * 1024;
+constexpr std::size_t kMaxStackedBatches = 256;
+
 struct alignas(64) ClassList {
   Lock lock;
+  std::uint32_t stacked_batches = 0;
+  BlockChain batches[kMaxStackedBatches];
   Span* partial = nullptr;  // spans with free and used blocks, doubly linked
   Span* spare = nullptr;    // one entirely free span, kept so that a class hovering around a
                             // span boundary does not hand pages to the OS and fault them back
@@ -41,33 +46,72 @@ struct alignas(64) ClassList {
     push_front(*span);
     return span;
   }
+  BlockChain carve_blocks(unsigned cls, std::uint32_t wanted) {
+    BlockChain chain;
+    while (chain.count < wanted) {
+      Span* span = span_with_free_blocks(cls);
+      if (span == nullptr) break;
+      while (chain.count < wanted && !span->blocks.full()) chain.push(span->blocks.allocate());
+      if (span->blocks.full()) unlink(*span);
+    }
+    counters.blocks_out += chain.count;
+    counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
+    return chain;
+  }
+  // Puts the blocks back into their spans; returns the spans to hand back to the OS, linked
+  // through Span::next, for the caller to release once the lock is dropped.
+  Span* return_to_spans(BlockChain chain) {
+    Span* to_release = nullptr;
+    counters.blocks_out -= chain.count;
+    while (chain.count != 0) {
+      void* block = chain.pop();
+      Span& span = span_of(block);
+      if (span.blocks.full()) push_front(span);
+      span.blocks.deallocate(block);
+      if (!span.blocks.empty()) continue;
+      unlink(span);
+      if (spare == nullptr) {
+        spare = &span;
+      } else {
+        --counters.spans;
+        span.next = to_release;
+        to_release = &span;
+      }
+    }
+    return to_release;
+  }
 };
 
 ClassList g_classes[kClassCount];
 
-void release_all(Span* spans) {
+std::size_t release_all(Span* spans) {
+  std::size_t released = 0;
   while (spans != nullptr) {
     Span* next = spans->next;
     release_span(*spans);
+    released += kSpanSize;
     spans = next;
   }
+  return released;
+}
+
+std::uint32_t stack_capacity(unsigned cls) {
+  const std::size_t batch_bytes = std::size_t{batch_size(cls)} * class_size(cls);
+  return static_cast<std::uint32_t>(
+      std::clamp<std::size_t>(kStackBytes / batch_bytes, 1, kMaxStackedBatches));
 }
 
 }  // namespace
 
-BlockChain take_blocks(unsigned cls, std::uint32_t wanted) {
+BlockChain take_blocks(unsigned cls) {
   ClassList& list = g_classes[cls];
-  BlockChain chain;
   LockGuard guard(list.lock);
-  while (chain.count < wanted) {
-    Span* span = list.span_with_free_blocks(cls);
-    if (span == nullptr) break;
-    while (chain.count < wanted && !span->blocks.full()) chain.push(span->blocks.allocate());
-    if (span->blocks.full()) list.unlink(*span);
+  if (list.stacked_batches != 0) {
+    const BlockChain batch = list.batches[--list.stacked_batches];
+    list.counters.stacked -= batch.count;
+    return batch;
   }
-  list.counters.blocks_out += chain.count;
-  list.counters.peak_out = std::max(list.counters.peak_out, list.counters.blocks_out);
-  return chain;
+  return list.carve_blocks(cls, batch_size(cls));
 }
 
 void give_blocks(unsigned cls, BlockChain chain) {
@@ -75,40 +119,41 @@ void give_blocks(unsigned cls, BlockChain chain) {
   Span* to_release = nullptr;
   {
     LockGuard guard(list.lock);
-    list.counters.blocks_out -= chain.count;
-    while (chain.count != 0) {
-      void* block = chain.pop();
-      Span& span = span_of(block);
-      if (span.blocks.full()) list.push_front(span);
-      span.blocks.deallocate(block);
-      if (!span.blocks.empty()) continue;
-      list.unlink(span);
-      if (list.spare == nullptr) {
-        list.spare = &span;
-      } else {
-        --list.counters.spans;
-        span.next = to_release;
-        to_release = &span;
-      }
+    if (chain.count >= batch_size(cls) / 2 && list.stacked_batches < stack_capacity(cls)) {
+      list.batches[list.stacked_batches++] = chain;
+      list.counters.stacked += chain.count;
+      return;
     }
+    to_release = list.return_to_spans(chain);
   }
   release_all(to_release);  // outside the class lock: madvise is a system call
 }
 
-std::size_t release_empty_spans() {
+std::size_t trim_central_lists() {
   std::size_t released = 0;
   for (ClassList& list : g_classes) {
-    Span* spare = nullptr;
+    Span* to_release = nullptr;
     {
       LockGuard guard(list.lock);
-      std::swap(spare, list.spare);
-      if (spare != nullptr) --list.counters.spans;
+      while (list.stacked_batches != 0) {
+        const BlockChain batch = list.batches[--list.stacked_batches];
+        list.counters.stacked -= batch.count;
+        Span* emptied = list.return_to_spans(batch);
+        while (emptied != nullptr) {
+          Span* next = emptied->next;
+          emptied->next = to_release;
+          to_release = emptied;
+          emptied = next;
+        }
+      }
+      if (list.spare != nullptr) {
+        --list.counters.spans;
+        list.spare->next = to_release;
+        to_release = list.spare;
+        list.spare = nullptr;
+      }
     }
-    if (spare != nullptr) {
-      spare->next = nullptr;
-      release_all(spare);
-      released += kSpanSize;
-    }
+    released += release_all(to_release);
   }
   return released;
 }

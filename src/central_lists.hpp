@@ -1,10 +1,15 @@
-// The central lists: per size class, the spans that still have free blocks, shared by all
-// threads behind one lock per class. Thread caches refill from them and flush to them in
-// batches, so each lock is taken once per batch, not once per block.
+// The central lists, shared by all threads behind one lock per size class. Thread caches
+// refill from them and flush to them in batches, so a lock is taken once per batch:
+// - a bounded stack of whole batches that threads flushed, handed to the next refill as they
+//   are, in O(1) (this is what makes one thread's frees cheap for another thread's mallocs);
+// - behind it, the class's spans with free blocks, each carved by the paper's pool, which
+//   take back what overflows the stack and serve what it cannot.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "size_classes.hpp"
 
 namespace poolalloc::internal {
 
@@ -26,20 +31,30 @@ struct BlockChain {
   }
 };
 
-// Up to `wanted` blocks of class `cls`, carving new spans as needed; fewer (maybe none) when
-// the region is exhausted.
-BlockChain take_blocks(unsigned cls, std::uint32_t wanted);
+// How many blocks of class `cls` move between a thread cache and the central lists at once:
+// about 32 KiB of them, at least 2 and at most 128.
+constexpr std::uint32_t batch_size(unsigned cls) {
+  const std::uint32_t blocks = 32 * 1024 / class_size(cls);
+  return blocks < 2 ? 2 : blocks > 128 ? 128 : blocks;
+}
 
-// Gives the blocks back to their spans. A span that becomes empty is kept for reuse when it is
+// About batch_size(cls) blocks of class `cls` (a stacked batch, or blocks carved from spans);
+// fewer, maybe none, when the region is exhausted.
+BlockChain take_blocks(unsigned cls);
+
+// Takes the blocks back: a chain of at least half a batch onto the stack while it has room,
+// anything else into the blocks' spans. A span that becomes empty is kept for reuse when it is
 // its class's only empty span, and otherwise handed back to the OS.
 void give_blocks(unsigned cls, BlockChain chain);
 
-// Hands every empty span back to the OS (malloc_trim); returns how many bytes that released.
-std::size_t release_empty_spans();
+// malloc_trim: empties the stacks into the spans and hands every empty span back to the OS;
+// returns how many bytes that released.
+std::size_t trim_central_lists();
 
 struct ClassCounters {
   std::uint64_t blocks_out;  // blocks taken from spans and not given back
   std::uint64_t peak_out;
+  std::uint64_t stacked;  // of blocks_out, how many wait in the stack of batches
   std::uint64_t spans;
 };
 ClassCounters class_counters(unsigned cls);

@@ -17,8 +17,8 @@ struct ClassStats {
 ClassStats class_stats(unsigned cls) {
   const ClassCounters central = class_counters(cls);
   const ClassUsage usage = class_usage(cls);
-  // Blocks out of their spans are either live or waiting in a thread cache.
-  const std::uint64_t live = central.blocks_out - usage.cached;
+  // Blocks out of their spans are live, or wait in a thread cache or the stack of batches.
+  const std::uint64_t live = central.blocks_out - central.stacked - usage.cached;
   return {usage.requests,   usage.requests - live, live,
           central.peak_out, central.spans,         central.spans * kSpanSize};
 }

@@ -23,14 +23,9 @@ namespace {
 // destructor again only a few times, then leak it. Its later calls go to the central lists.
 constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
-// A bin holds at most kBinBytes of blocks, between kMinBinBlocks and kMaxBinBlocks of them,
-// and moves half of that to or from the central lists at a time.
-constexpr std::uint32_t kBinBytes = 64 * 1024;
-constexpr std::uint32_t kMinBinBlocks = 4;
-constexpr std::uint32_t kMaxBinBlocks = 256;
-
+// A bin holds up to two batches: refills bring one, and a full bin flushes one.
 std::uint32_t bin_limit(unsigned cls) {
-  return std::clamp(kBinBytes / class_size(cls), kMinBinBlocks, kMaxBinBlocks);
+  return 2 * batch_size(cls);
 }
 
 // Thread caches are carved from mappings of their own and recycled when threads exit.
@@ -116,13 +111,15 @@ void init_thread_caches() {
 void* refill_and_allocate(unsigned cls) {
   ThreadCache* cache = own_cache();
   if (cache == nullptr) {
-    BlockChain one = take_blocks(cls, 1);
-    if (one.count == 0) return nullptr;
+    BlockChain batch = take_blocks(cls);
+    if (batch.count == 0) return nullptr;
+    void* block = batch.pop();
+    if (batch.count != 0) give_blocks(cls, batch);
     g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
-    return one.head;
+    return block;
   }
   CacheBin& bin = cache->bins[cls];
-  BlockChain chain = take_blocks(cls, bin.limit / 2);
+  BlockChain chain = take_blocks(cls);
   if (chain.count == 0) return nullptr;
   void* block = chain.pop();
   bin.head = chain.head;
@@ -141,11 +138,12 @@ void flush_and_deallocate(unsigned cls, void* block) {
   } else {
     CacheBin& bin = cache->bins[cls];
     if (bin.count == bin.limit) {
-      // Hand back the most recently cached half; keep the rest.
-      BlockChain half{bin.head, bin.limit / 2};
+      // Hand back the most recently cached batch; keep the rest.
+      BlockChain half{bin.head, batch_size(cls)};
       void* last = bin.head;
       for (std::uint32_t i = 1; i < half.count; ++i) last = *static_cast<void**>(last);
       bin.head = *static_cast<void**>(last);
+      *static_cast<void**>(last) = nullptr;  // batches are chains of their own
       bin.count -= half.count;
       give_blocks(cls, half);
     }
