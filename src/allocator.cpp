@@ -1,7 +1,6 @@
 #include "allocator.hpp"
 
 #include <bit>
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
 
@@ -9,24 +8,14 @@
 
 namespace poolalloc::internal {
 
-void* allocate_zeroed(std::size_t count, std::size_t size) {
-  std::size_t total = 0;
-  if (__builtin_mul_overflow(count, size, &total)) [[unlikely]] {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  if (total > g_options.max_pooled) return system_calloc(count, size);
-  void* block = allocate(total);
-  if (block != nullptr) std::memset(block, 0, total);
+void* allocate_zeroed(std::size_t size) {
+  if (size > g_options.max_pooled) return system_calloc(1, size);
+  void* block = allocate(size);
+  if (block != nullptr) std::memset(block, 0, size);
   return block;
 }
 
 void* reallocate(void* p, std::size_t size) {
-  if (p == nullptr) return allocate(size);
-  if (size == 0) {  // glibc frees and returns NULL
-    deallocate(p);
-    return nullptr;
-  }
   if (!region_owns(p)) return system_realloc(p, size);
   const unsigned cls = pooled_class_of(p, "realloc");
   const std::size_t old_size = class_size(cls);
@@ -51,14 +40,6 @@ void* allocate_aligned(std::size_t alignment, std::size_t size) {
     if (void* block = pool_allocate(cls)) return block;
   }
   return system_memalign(alignment, size);
-}
-
-void* memalign_like_glibc(std::size_t alignment, std::size_t size) {
-  if (alignment > SIZE_MAX / 2 + 1) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  return allocate_aligned(std::bit_ceil(alignment), size);
 }
 
 std::size_t usable_size(void* p) {

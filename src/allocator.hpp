@@ -1,6 +1,6 @@
-// The allocator behind the exported functions: routes each request to the pools or to the
-// system allocator and gives it glibc's semantics. malloc and free are inline so that the
-// exported entry points compile to the fast path itself.
+// The release allocator: routes each request to the pools or to the system allocator.
+// Argument checks (overflow, zero sizes, alignments) are the exported functions' business.
+// allocate and deallocate are inline so that malloc and free compile to the fast path itself.
 #pragma once
 
 #include <cstddef>
@@ -27,12 +27,11 @@ inline void deallocate(void* p) {
   system_free(p);  // also nullptr, which it ignores
 }
 
-void* allocate_zeroed(std::size_t count, std::size_t size);
+void* allocate_zeroed(std::size_t size);
+// p is not nullptr and size is not 0.
 void* reallocate(void* p, std::size_t size);
 // `alignment` is a power of two.
 void* allocate_aligned(std::size_t alignment, std::size_t size);
-// glibc's memalign: any alignment, rounded up to a power of two; EINVAL when that overflows.
-void* memalign_like_glibc(std::size_t alignment, std::size_t size);
 std::size_t usable_size(void* p);
 // malloc_trim: gives this thread's cached blocks and every empty span back; true when memory
 // was returned to the OS.

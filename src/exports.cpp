@@ -1,15 +1,18 @@
-// The exported C allocation API. Every other symbol of the library is hidden.
+// The exported C allocation API, with glibc 2.36's argument semantics. Every other symbol of
+// the library is hidden.
 #include <malloc.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstdint>
 
-#include "allocator.hpp"
+#include "heap.hpp"
 #include "poolalloc/poolalloc.h"
 #include "stats.hpp"
 
 #define POOLALLOC_EXPORT extern "C" __attribute__((visibility("default")))
+#define CALLER __builtin_return_address(0)
 
 using namespace poolalloc::internal;
 
@@ -20,27 +23,50 @@ std::size_t page_size() {
   return size;
 }
 
+// glibc's memalign: an alignment that is not a power of two is rounded up to one.
+void* memalign_like_glibc(std::size_t alignment, std::size_t size, const void* site) {
+  if (alignment > SIZE_MAX / 2 + 1) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return Heap::aligned(std::bit_ceil(alignment), size, site);
+}
+
+void* reallocate_like_glibc(void* p, std::size_t size, const void* site) {
+  if (p == nullptr) return Heap::malloc(size, site);
+  if (size == 0) {  // glibc frees and returns NULL
+    Heap::free(p, site);
+    return nullptr;
+  }
+  return Heap::realloc(p, size, site);
+}
+
 }  // namespace
 
 POOLALLOC_EXPORT void* malloc(std::size_t size) {
-  return allocate(size);
+  return Heap::malloc(size, CALLER);
 }
 
 POOLALLOC_EXPORT void free(void* p) {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 
 // Compatibility with binaries built against glibc versions that still had cfree.
 POOLALLOC_EXPORT void cfree(void* p) {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 
 POOLALLOC_EXPORT void* calloc(std::size_t count, std::size_t size) {
-  return allocate_zeroed(count, size);
+  std::size_t total = 0;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return Heap::calloc(total, CALLER);
 }
 
 POOLALLOC_EXPORT void* realloc(void* p, std::size_t size) {
-  return reallocate(p, size);
+  return reallocate_like_glibc(p, size, CALLER);
 }
 
 POOLALLOC_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) {
@@ -49,23 +75,23 @@ POOLALLOC_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size
     errno = ENOMEM;
     return nullptr;
   }
-  return reallocate(p, total);
+  return reallocate_like_glibc(p, total, CALLER);
 }
 
 POOLALLOC_EXPORT void* memalign(std::size_t alignment, std::size_t size) {
-  return memalign_like_glibc(alignment, size);
+  return memalign_like_glibc(alignment, size, CALLER);
 }
 
 // glibc 2.36 makes aligned_alloc an alias of memalign: no EINVAL for an alignment that is not
 // a power of two, and sizes that are not a multiple of the alignment are accepted.
 POOLALLOC_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t size) {
-  return memalign_like_glibc(alignment, size);
+  return memalign_like_glibc(alignment, size, CALLER);
 }
 
 POOLALLOC_EXPORT int posix_memalign(void** result, std::size_t alignment, std::size_t size) {
   if (alignment % sizeof(void*) != 0 || !std::has_single_bit(alignment)) return EINVAL;
   const int saved_errno = errno;
-  void* block = allocate_aligned(alignment, size);
+  void* block = Heap::aligned(alignment, size, CALLER);
   errno = saved_errno;
   if (block == nullptr) return ENOMEM;
   *result = block;
@@ -73,7 +99,7 @@ POOLALLOC_EXPORT int posix_memalign(void** result, std::size_t alignment, std::s
 }
 
 POOLALLOC_EXPORT void* valloc(std::size_t size) {
-  return allocate_aligned(page_size(), size);
+  return Heap::aligned(page_size(), size, CALLER);
 }
 
 POOLALLOC_EXPORT void* pvalloc(std::size_t size) {
@@ -82,11 +108,11 @@ POOLALLOC_EXPORT void* pvalloc(std::size_t size) {
     errno = ENOMEM;
     return nullptr;
   }
-  return allocate_aligned(page_size(), rounded & ~(page_size() - 1));
+  return Heap::aligned(page_size(), rounded & ~(page_size() - 1), CALLER);
 }
 
 POOLALLOC_EXPORT std::size_t malloc_usable_size(void* p) {
-  return usable_size(p);
+  return Heap::usable_size(p, CALLER);
 }
 
 POOLALLOC_EXPORT int malloc_trim(std::size_t pad) {
@@ -102,10 +128,7 @@ POOLALLOC_EXPORT struct mallinfo2 mallinfo2() {
 }
 
 POOLALLOC_EXPORT int poolalloc_owns(const void* p) {
-  if (!region_owns(p)) return 0;
-  const unsigned cls = g_region.span_class_plus_one[span_index_of(p)] - 1u;
-  return cls < kClassCount &&
-         kClassDivider[cls].divides(static_cast<std::uint32_t>(region_offset(p) & (kSpanSize - 1)));
+  return region_owns(p) && class_of_block(p) != kClassCount;
 }
 
 POOLALLOC_EXPORT void poolalloc_print_stats(int fd) {

@@ -2,9 +2,10 @@
 // libstdc++ exports. The size given to a sized delete is only a hint and is not trusted.
 #include <new>
 
-#include "allocator.hpp"
+#include "heap.hpp"
 
 #define POOLALLOC_EXPORT __attribute__((visibility("default")))
+#define CALLER __builtin_return_address(0)
 
 using namespace poolalloc::internal;
 
@@ -30,83 +31,83 @@ void* allocate_or_null(Allocate allocate_once) noexcept {
   }
 }
 
-void* plain(std::size_t size) {
-  return allocate_or_throw([size] { return allocate(size); });
+void* plain(std::size_t size, const void* site) {
+  return allocate_or_throw([=] { return Heap::malloc(size, site); });
 }
-void* aligned(std::size_t size, std::align_val_t alignment) {
+void* aligned(std::size_t size, std::align_val_t alignment, const void* site) {
   return allocate_or_throw(
-      [=] { return allocate_aligned(static_cast<std::size_t>(alignment), size); });
+      [=] { return Heap::aligned(static_cast<std::size_t>(alignment), size, site); });
 }
-void* plain_nothrow(std::size_t size) noexcept {
-  return allocate_or_null([size] { return allocate(size); });
+void* plain_nothrow(std::size_t size, const void* site) noexcept {
+  return allocate_or_null([=] { return Heap::malloc(size, site); });
 }
-void* aligned_nothrow(std::size_t size, std::align_val_t alignment) noexcept {
+void* aligned_nothrow(std::size_t size, std::align_val_t alignment, const void* site) noexcept {
   return allocate_or_null(
-      [=] { return allocate_aligned(static_cast<std::size_t>(alignment), size); });
+      [=] { return Heap::aligned(static_cast<std::size_t>(alignment), size, site); });
 }
 
 }  // namespace
 
 POOLALLOC_EXPORT void* operator new(std::size_t size) {
-  return plain(size);
+  return plain(size, CALLER);
 }
 POOLALLOC_EXPORT void* operator new[](std::size_t size) {
-  return plain(size);
+  return plain(size, CALLER);
 }
 POOLALLOC_EXPORT void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  return plain_nothrow(size);
+  return plain_nothrow(size, CALLER);
 }
 POOLALLOC_EXPORT void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return plain_nothrow(size);
+  return plain_nothrow(size, CALLER);
 }
 POOLALLOC_EXPORT void* operator new(std::size_t size, std::align_val_t alignment) {
-  return aligned(size, alignment);
+  return aligned(size, alignment, CALLER);
 }
 POOLALLOC_EXPORT void* operator new[](std::size_t size, std::align_val_t alignment) {
-  return aligned(size, alignment);
+  return aligned(size, alignment, CALLER);
 }
 POOLALLOC_EXPORT void* operator new(std::size_t size, std::align_val_t alignment,
                                     const std::nothrow_t&) noexcept {
-  return aligned_nothrow(size, alignment);
+  return aligned_nothrow(size, alignment, CALLER);
 }
 POOLALLOC_EXPORT void* operator new[](std::size_t size, std::align_val_t alignment,
                                       const std::nothrow_t&) noexcept {
-  return aligned_nothrow(size, alignment);
+  return aligned_nothrow(size, alignment, CALLER);
 }
 
 POOLALLOC_EXPORT void operator delete(void* p) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 POOLALLOC_EXPORT void operator delete[](void* p) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 POOLALLOC_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 POOLALLOC_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
-POOLALLOC_EXPORT void operator delete(void* p, std::size_t) noexcept {
-  deallocate(p);
+POOLALLOC_EXPORT void operator delete(void* p, std::size_t size) noexcept {
+  Heap::sized_free(p, size, CALLER);
 }
-POOLALLOC_EXPORT void operator delete[](void* p, std::size_t) noexcept {
-  deallocate(p);
+POOLALLOC_EXPORT void operator delete[](void* p, std::size_t size) noexcept {
+  Heap::sized_free(p, size, CALLER);
 }
 POOLALLOC_EXPORT void operator delete(void* p, std::align_val_t) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 POOLALLOC_EXPORT void operator delete[](void* p, std::align_val_t) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 POOLALLOC_EXPORT void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
 POOLALLOC_EXPORT void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
-  deallocate(p);
+  Heap::free(p, CALLER);
 }
-POOLALLOC_EXPORT void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  deallocate(p);
+POOLALLOC_EXPORT void operator delete(void* p, std::size_t size, std::align_val_t) noexcept {
+  Heap::sized_free(p, size, CALLER);
 }
-POOLALLOC_EXPORT void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  deallocate(p);
+POOLALLOC_EXPORT void operator delete[](void* p, std::size_t size, std::align_val_t) noexcept {
+  Heap::sized_free(p, size, CALLER);
 }

@@ -44,13 +44,21 @@ inline void pool_deallocate(void* block, unsigned cls) {
   flush_and_deallocate(cls, block);
 }
 
-// The class of a pointer that region_owns() accepted, after checking that it is the start of
-// a block; `operation` names the caller in the report otherwise.
-inline unsigned pooled_class_of(const void* p, const char* operation) {
+// The class of p, a pointer that region_owns() accepted, when p is the start of a block in a
+// span that serves a class; kClassCount otherwise.
+inline unsigned class_of_block(const void* p) {
   const std::uintptr_t offset = region_offset(p);
   const unsigned cls = g_region.span_class_plus_one[offset >> kSpanShift] - 1u;
-  if (cls >= kClassCount || !kClassDivider[cls].divides(
-                                static_cast<std::uint32_t>(offset & (kSpanSize - 1)))) [[unlikely]]
+  const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
+  if (cls >= kClassCount || !kClassDivider[cls].divides(offset_in_span)) [[unlikely]]
+    return kClassCount;
+  return cls;
+}
+
+// The same, but a pointer that is not a block is reported, naming `operation`, and aborts.
+inline unsigned pooled_class_of(const void* p, const char* operation) {
+  const unsigned cls = class_of_block(p);
+  if (cls == kClassCount) [[unlikely]]
     report_invalid_pointer(operation, p);
   return cls;
 }

@@ -1,0 +1,33 @@
+// The heap behind the exported functions: the release allocator, or in libpoolalloc-debug the
+// checking layer over it (debug_heap.hpp). The exported functions check their arguments and
+// pass the caller's address along, which only the debug heap uses (to name call sites).
+#pragma once
+
+#include <cstddef>
+
+#if POOLALLOC_DEBUG_HEAP
+#include "debug_heap.hpp"
+#else
+#include "allocator.hpp"
+#endif
+
+namespace poolalloc::internal {
+
+#if POOLALLOC_DEBUG_HEAP
+using Heap = DebugHeap;
+#else
+struct ReleaseHeap {
+  static void* malloc(std::size_t size, const void*) { return allocate(size); }
+  static void* calloc(std::size_t size, const void*) { return allocate_zeroed(size); }
+  static void* aligned(std::size_t alignment, std::size_t size, const void*) {
+    return allocate_aligned(alignment, size);
+  }
+  static void* realloc(void* p, std::size_t size, const void*) { return reallocate(p, size); }
+  static void free(void* p, const void*) { deallocate(p); }
+  static void sized_free(void* p, std::size_t, const void*) { deallocate(p); }
+  static std::size_t usable_size(void* p, const void*) { return internal::usable_size(p); }
+};
+using Heap = ReleaseHeap;
+#endif
+
+}  // namespace poolalloc::internal
