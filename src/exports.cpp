@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "allocator.hpp"
 #include "heap.hpp"
 #include "poolalloc/poolalloc.h"
 #include "stats.hpp"

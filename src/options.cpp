@@ -53,11 +53,23 @@ bool parse_size(std::string_view text, std::size_t& value) {
 }
 
 void report_invalid(std::string_view name, std::string_view text, std::string_view expected,
-                    std::size_t default_value) {
+                    std::string_view default_value) {
   detail::Message message;
   message << "poolalloc: ignoring " << name << "=" << text << " (expected " << expected
-          << "); using " << std::uint64_t{default_value} << "\n";
+          << "); using " << default_value << "\n";
   message.write_to(STDERR_FILENO);
+}
+
+void read_flag(std::string_view name, std::string_view off, std::string_view on, bool& option) {
+  const std::string_view text = find_variable(name);
+  if (text.data() == nullptr) return;
+  if (text == off || text == on) {
+    option = text == on;
+    return;
+  }
+  detail::Message expected;
+  expected << off << " or " << on;
+  report_invalid(name, text, expected.text(), option ? on : off);
 }
 
 void read_size(std::string_view name, std::size_t min, std::size_t max, std::string_view expected,
@@ -68,7 +80,9 @@ void read_size(std::string_view name, std::size_t min, std::size_t max, std::str
   if (parse_size(text, value) && value >= min && value <= max) {
     option = value;
   } else {
-    report_invalid(name, text, expected, option);
+    detail::Message default_value;
+    default_value << std::uint64_t{option};
+    report_invalid(name, text, expected, default_value.text());
   }
 }
 
@@ -81,9 +95,13 @@ bool read_options() {
             g_options.max_pooled);
   read_size("POOLALLOC_REGION_SIZE", std::size_t{8} << 20, std::size_t{1} << 46,
             "a size from 8M to 64T, such as 16G", g_options.region_size);
-  std::size_t stats = 0;
-  read_size("POOLALLOC_STATS", 0, 1, "0 or 1", stats);
-  g_options.stats_at_exit = stats == 1;
+  read_size("POOLALLOC_QUARANTINE", 0, std::size_t{1} << 40, "a size such as 16M",
+            g_options.quarantine_bytes);
+  read_flag("POOLALLOC_STATS", "0", "1", g_options.stats_at_exit);
+  read_flag("POOLALLOC_LEAKS", "0", "1", g_options.leak_report);
+  bool report_only = !g_options.abort_on_error;
+  read_flag("POOLALLOC_ON_ERROR", "abort", "report", report_only);
+  g_options.abort_on_error = !report_only;
   return true;
 }
 

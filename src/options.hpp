@@ -10,6 +10,10 @@ struct Options {
   std::size_t max_pooled = 32 * 1024;               // POOLALLOC_MAX_POOLED
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
   bool stats_at_exit = false;                       // POOLALLOC_STATS
+  // Read by the debug build only:
+  bool abort_on_error = true;               // POOLALLOC_ON_ERROR=abort|report
+  bool leak_report = false;                 // POOLALLOC_LEAKS
+  std::size_t quarantine_bytes = 16 << 20;  // POOLALLOC_QUARANTINE
 };
 
 inline constinit Options g_options;

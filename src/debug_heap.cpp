@@ -1,0 +1,386 @@
+#include "debug_heap.hpp"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "allocator.hpp"
+#include "block_registry.hpp"
+#include "call_sites.hpp"
+#include "lock.hpp"
+#include "options.hpp"
+#include "poolalloc/detail/message.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+struct FreedBlock {
+  BlockRecord record;
+  const void* freed_at;
+};
+
+// Freed blocks wait here, filled with kFreedFill, before the allocator may reuse them: a
+// second free of one is recognised as a double free, and a write into one is found when it
+// leaves (just before its memory can be handed out again).
+class Quarantine {
+ public:
+  // False when no memory could be had for the ring: the block should then be released now.
+  bool add(const FreedBlock& block) {
+    if (ring_ == nullptr && !map_ring()) return false;
+    if (count_ == kCapacity) return false;
+    ring_[(first_ + count_) % kCapacity] = block;
+    ++count_;
+    bytes_ += block.record.size;
+    return true;
+  }
+  // Takes the oldest block out while the quarantine holds more than its budget.
+  bool take_overflow(FreedBlock& oldest) {
+    if (count_ == 0 || (bytes_ <= g_options.quarantine_bytes && count_ < kCapacity / 2))
+      return false;
+    oldest = ring_[first_];
+    first_ = (first_ + 1) % kCapacity;
+    --count_;
+    bytes_ -= oldest.record.size;
+    return true;
+  }
+  [[nodiscard]] const FreedBlock* find(std::uintptr_t address) const {
+    for (std::size_t i = count_; i-- > 0;) {
+      const FreedBlock& block = ring_[(first_ + i) % kCapacity];
+      if (block.record.address == address) return &block;
+    }
+    return nullptr;
+  }
+  template <class Visit>
+  void for_each(Visit visit) const {
+    for (std::size_t i = 0; i < count_; ++i) visit(ring_[(first_ + i) % kCapacity]);
+  }
+
+ private:
+  static constexpr std::size_t kCapacity = 64 * 1024;
+  bool map_ring() {
+    void* memory = mmap(nullptr, kCapacity * sizeof(FreedBlock), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return false;
+    ring_ = static_cast<FreedBlock*>(memory);
+    return true;
+  }
+  FreedBlock* ring_ = nullptr;
+  std::size_t first_ = 0, count_ = 0, bytes_ = 0;
+};
+
+// Guards g_registry and g_quarantine. It is never held while calling into the allocator
+// underneath, so it needs no place in the core's lock order.
+Lock g_lock;  // guards g_registry and g_quarantine
+BlockRegistry g_registry;
+Quarantine g_quarantine;
+
+std::byte* user_bytes(const BlockRecord& record) {
+  return reinterpret_cast<std::byte*>(record.address);
+}
+std::byte* underlying_block(const BlockRecord& record) {
+  return user_bytes(record) - record.front;
+}
+
+// "0x5a1000 (24 bytes in a 48-byte block of size class 2, allocated at main+0x1c (./game))"
+void describe(detail::Message& message, const BlockRecord& record) {
+  message << reinterpret_cast<const void*>(record.address) << " (" << std::uint64_t{record.size}
+          << " bytes ";
+  const std::byte* block = underlying_block(record);
+  if (region_owns(block) && class_of_block(block) != kClassCount) {
+    const unsigned cls = class_of_block(block);
+    message << "in a " << class_size(cls) << "-byte block of size class " << cls;
+  } else {
+    message << "from the system allocator";
+  }
+  message << ", allocated at ";
+  append_call_site(message, record.allocated_at);
+  message << ")";
+}
+
+// A detected error: one line on stderr, then abort unless POOLALLOC_ON_ERROR=report.
+void report(detail::Message& message) {
+  if (g_options.abort_on_error) detail::fatal(message);
+  message << "\n";
+  message.write_to(STDERR_FILENO);
+}
+
+// Checks the guard bytes of a live block; reports an overwrite, naming `when` it was seen.
+void check_guards(const BlockRecord& record, const char* when) {
+  const std::byte* front = underlying_block(record);
+  const std::byte* back = user_bytes(record) + record.size;
+  std::size_t before = 0;  // how far before the block the furthest overwritten byte lies
+  for (std::size_t i = 0; i < record.front; ++i) {
+    if (front[i] != std::byte{kGuardFill}) {
+      before = record.front - i;
+      break;
+    }
+  }
+  std::size_t after = 0;  // how many bytes past the end were written, up to the furthest
+  for (std::size_t i = kGuardBytes; i-- > 0;) {
+    if (back[i] != std::byte{kGuardFill}) {
+      after = i + 1;
+      break;
+    }
+  }
+  if (before == 0 && after == 0) return;
+  detail::Message message;
+  message << "poolalloc-debug: buffer overflow " << when << ": ";
+  if (after != 0) message << std::uint64_t{after} << " bytes past the end";
+  if (after != 0 && before != 0) message << " and ";
+  if (before != 0) message << std::uint64_t{before} << " bytes before the start";
+  message << " of ";
+  describe(message, record);
+  message << " were overwritten";
+  report(message);
+}
+
+// Checks that a quarantined block still holds kFreedFill everywhere.
+void check_freed_fill(const FreedBlock& block, const char* when) {
+  const std::byte* bytes = user_bytes(block.record);
+  for (std::size_t i = 0; i < block.record.size; ++i) {
+    if (bytes[i] == std::byte{kFreedFill}) continue;
+    detail::Message message;
+    message << "poolalloc-debug: write after free " << when << ": byte " << std::uint64_t{i}
+            << " of ";
+    describe(message, block.record);
+    message << " was changed after it was freed at ";
+    append_call_site(message, block.freed_at);
+    report(message);
+    return;
+  }
+}
+
+// Called without the lock: a block out of the quarantine belongs to nobody else.
+void release_from_quarantine(const FreedBlock& block) {
+  check_freed_fill(block, "found when the block left the quarantine");
+  check_guards(block.record, "found when the block left the quarantine");
+  deallocate(underlying_block(block.record));
+}
+
+// A pointer that is not a live block: say what it is, as precisely as the records allow.
+void report_invalid(const char* operation, const void* p, const void* site) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  detail::Message message;
+  message << "poolalloc-debug: ";
+  if (const FreedBlock* freed = g_quarantine.find(address)) {
+    message << "double free: " << operation << " of ";
+    describe(message, freed->record);
+    message << " at ";
+    append_call_site(message, site);
+    message << "; first freed at ";
+    append_call_site(message, freed->freed_at);
+  } else if (const BlockRecord* live = g_registry.find_containing(address)) {
+    message << "invalid " << operation << " of " << p << " at ";
+    append_call_site(message, site);
+    message << ": an interior pointer, " << std::uint64_t{address - live->address}
+            << " bytes into ";
+    describe(message, *live);
+  } else {
+    message << "invalid " << operation << " of " << p << " at ";
+    append_call_site(message, site);
+    message << ": not a block that malloc returned";
+    if (region_owns(p)) {
+      const unsigned cls = class_of_block(p);
+      if (cls != kClassCount) message << " (inside a block of size class " << cls << ")";
+    } else {
+      message << " (another allocator's memory, or a block freed long ago)";
+    }
+  }
+  report(message);
+}
+
+void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fill,
+                       const void* site) {
+  const std::size_t front = std::max(kGuardBytes, alignment);
+  std::size_t total = 0;
+  if (__builtin_add_overflow(size, front + kGuardBytes, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  auto* block = static_cast<std::byte*>(
+      alignment <= kMinAlignment ? allocate(total) : allocate_aligned(alignment, total));
+  if (block == nullptr) return nullptr;
+  std::byte* user = block + front;
+  std::memset(block, kGuardFill, front);
+  std::memset(user, fill, size);
+  std::memset(user + size, kGuardFill, kGuardBytes);
+  const BlockRecord record{reinterpret_cast<std::uintptr_t>(user), size, site,
+                           static_cast<std::uint32_t>(front)};
+  bool recorded = false;
+  {
+    LockGuard guard(g_lock);
+    recorded = g_registry.insert(record);
+  }
+  if (!recorded) {
+    deallocate(block);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return user;
+}
+
+// Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX.
+void free_checked(void* p, std::size_t expected_size, const void* site) {
+  if (p == nullptr) return;
+  g_lock.lock();
+  const BlockRecord record = g_registry.remove(reinterpret_cast<std::uintptr_t>(p));
+  if (record.address == 0) {
+    report_invalid("free", p, site);
+    g_lock.unlock();
+    return;  // in report mode: leave the memory alone rather than corrupt anything
+  }
+  if (expected_size != SIZE_MAX && expected_size != record.size) {
+    detail::Message message;
+    message << "poolalloc-debug: sized delete with the wrong size: " << std::uint64_t{expected_size}
+            << " bytes given at ";
+    append_call_site(message, site);
+    message << " for ";
+    describe(message, record);
+    report(message);
+  }
+  check_guards(record, "found when the block was freed");
+  std::memset(user_bytes(record), kFreedFill, record.size);
+  const FreedBlock freed{record, site};
+  const bool quarantined = g_quarantine.add(freed);
+  g_lock.unlock();
+  if (!quarantined) release_from_quarantine(freed);
+  for (;;) {
+    FreedBlock oldest{};
+    {
+      LockGuard guard(g_lock);
+      if (!g_quarantine.take_overflow(oldest)) return;
+    }
+    release_from_quarantine(oldest);
+  }
+}
+
+// At exit: the guards of every live block and the fill of every quarantined one, then the
+// leak report if asked for.
+void check_at_exit();
+
+__attribute__((destructor)) void on_exit() {
+  check_at_exit();
+}
+
+// fork() must not leave the lock held by a thread that does not exist in the child.
+void lock_for_fork() {
+  g_lock.lock();
+}
+void unlock_in_parent() {
+  g_lock.unlock();
+}
+void unlock_in_child() {
+  g_lock.unlock_after_fork(true);
+}
+__attribute__((constructor)) void on_load() {
+  pthread_atfork(lock_for_fork, unlock_in_parent, unlock_in_child);
+}
+
+struct LeakSite {
+  const void* site;
+  std::uint64_t blocks;
+  std::uint64_t bytes;
+};
+
+void report_leaks() {
+  // Group live blocks by call site, in memory of its own: nothing here may call malloc.
+  const std::size_t capacity = g_registry.size();
+  if (capacity == 0) return;
+  void* memory = mmap(nullptr, capacity * sizeof(LeakSite), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return;
+  auto* sites = static_cast<LeakSite*>(memory);
+  std::size_t site_count = 0;
+  std::uint64_t total_bytes = 0;
+  g_registry.for_each([&](const BlockRecord& record) {
+    total_bytes += record.size;
+    LeakSite* found = std::find_if(sites, sites + site_count, [&](const LeakSite& s) {
+      return s.site == record.allocated_at;
+    });
+    if (found == sites + site_count) sites[site_count++] = {record.allocated_at, 0, 0};
+    ++found->blocks;
+    found->bytes += record.size;
+  });
+  std::sort(sites, sites + site_count,
+            [](const LeakSite& a, const LeakSite& b) { return a.bytes > b.bytes; });
+  detail::Message header;
+  header << "poolalloc-debug: leak report: " << total_bytes << " bytes in "
+         << std::uint64_t{g_registry.size()} << " blocks from " << std::uint64_t{site_count}
+         << " call sites\n";
+  header.write_to(STDERR_FILENO);
+  for (std::size_t i = 0; i < site_count; ++i) {
+    detail::Message line;
+    line << "poolalloc-debug:   " << sites[i].bytes << " bytes in " << sites[i].blocks
+         << " blocks allocated at ";
+    append_call_site(line, sites[i].site);
+    line << "\n";
+    line.write_to(STDERR_FILENO);
+  }
+  munmap(memory, capacity * sizeof(LeakSite));
+}
+
+void check_at_exit() {
+  LockGuard guard(g_lock);
+  g_registry.for_each([](const BlockRecord& record) { check_guards(record, "found at exit"); });
+  g_quarantine.for_each([](const FreedBlock& block) { check_freed_fill(block, "found at exit"); });
+  if (g_options.leak_report) report_leaks();
+}
+
+}  // namespace
+
+void* DebugHeap::malloc(std::size_t size, const void* site) {
+  return allocate_checked(kMinAlignment, size, kFreshFill, site);
+}
+
+void* DebugHeap::calloc(std::size_t size, const void* site) {
+  return allocate_checked(kMinAlignment, size, 0, site);
+}
+
+void* DebugHeap::aligned(std::size_t alignment, std::size_t size, const void* site) {
+  return allocate_checked(alignment, size, kFreshFill, site);
+}
+
+void* DebugHeap::realloc(void* p, std::size_t size, const void* site) {
+  BlockRecord record;
+  {
+    LockGuard guard(g_lock);
+    const BlockRecord* live = g_registry.find(reinterpret_cast<std::uintptr_t>(p));
+    if (live == nullptr) {
+      report_invalid("realloc", p, site);
+      errno = EINVAL;
+      return nullptr;
+    }
+    record = *live;
+    check_guards(record, "found by realloc");
+  }
+  void* moved = allocate_checked(kMinAlignment, size, kFreshFill, site);
+  if (moved == nullptr) return nullptr;
+  std::memcpy(moved, p, std::min(size, record.size));
+  free_checked(p, SIZE_MAX, site);
+  return moved;
+}
+
+void DebugHeap::free(void* p, const void* site) {
+  free_checked(p, SIZE_MAX, site);
+}
+
+void DebugHeap::sized_free(void* p, std::size_t size, const void* site) {
+  free_checked(p, size, site);
+}
+
+std::size_t DebugHeap::usable_size(void* p, const void* site) {
+  if (p == nullptr) return 0;
+  LockGuard guard(g_lock);
+  const BlockRecord* live = g_registry.find(reinterpret_cast<std::uintptr_t>(p));
+  if (live == nullptr) {
+    report_invalid("malloc_usable_size", p, site);
+    return 0;
+  }
+  return live->size;  // exactly what was asked for: a write past it is an overflow
+}
+
+}  // namespace poolalloc::internal

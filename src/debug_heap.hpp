@@ -1,0 +1,28 @@
+// The debug heap of libpoolalloc-debug: a checking layer over the release allocator. Each
+// block gets guard bytes before and after it and fill patterns; every live block is recorded
+// (size, call site) in a registry kept apart from the blocks; freed blocks wait in a
+// quarantine before they are reused. It reports, in one line naming the address, the size
+// class and the call sites: double and invalid frees, writes past either end of a block,
+// writes into freed blocks, sized deletes of the wrong size, and leaks at exit.
+#pragma once
+
+#include <cstddef>
+
+namespace poolalloc::internal {
+
+inline constexpr unsigned char kFreshFill = 0xa5;  // a block's bytes when malloc returns it
+inline constexpr unsigned char kFreedFill = 0x5a;  // a freed block's bytes in the quarantine
+inline constexpr unsigned char kGuardFill = 0xfd;  // the guard bytes around each block
+inline constexpr std::size_t kGuardBytes = 16;
+
+struct DebugHeap {
+  static void* malloc(std::size_t size, const void* site);
+  static void* calloc(std::size_t size, const void* site);
+  static void* aligned(std::size_t alignment, std::size_t size, const void* site);
+  static void* realloc(void* p, std::size_t size, const void* site);
+  static void free(void* p, const void* site);
+  static void sized_free(void* p, std::size_t size, const void* site);
+  static std::size_t usable_size(void* p, const void* site);
+};
+
+}  // namespace poolalloc::internal
