@@ -1,0 +1,108 @@
+// The resident set follows the live set, not the historical peak: after 1 GiB of small blocks
+// is allocated, touched and freed, the memory goes back to the system, with malloc_trim(0)
+// (everything it can) and without it (empty spans are given back as they empty).
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "malloc_test_util.hpp"
+
+namespace malloc_test {
+namespace {
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+// An array of pointers that lives outside the allocator, so it does not blur what is measured.
+class PointerArray {
+ public:
+  explicit PointerArray(size_t capacity) : bytes_(capacity * sizeof(void*)) {
+    void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = m == MAP_FAILED ? nullptr : static_cast<void**>(m);
+  }
+  ~PointerArray() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  PointerArray(const PointerArray&) = delete;
+  PointerArray& operator=(const PointerArray&) = delete;
+  void** data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  void** data_;
+};
+
+// Allocates `total` bytes in blocks of 64 B to 1 KiB, writes one word in each (which touches
+// every page, as the blocks are packed), then frees them in an order unlike the allocation
+// order. Returns the resident set measured while everything was live.
+size_t allocate_touch_and_free(size_t total) {
+  constexpr size_t kMinSize = 64;
+  constexpr size_t kMaxSize = 1024;
+  PointerArray blocks(total / kMinSize);
+  EXPECT_NE(blocks.data(), nullptr);
+  if (blocks.data() == nullptr) return 0;
+  std::mt19937_64 rng(42);
+  size_t count = 0;
+  for (size_t allocated = 0; allocated < total; ++count) {
+    const size_t size = kMinSize + rng() % (kMaxSize - kMinSize + 1);
+    auto* p = static_cast<uintptr_t*>(malloc(size));
+    if (p == nullptr) {
+      ADD_FAILURE() << "malloc failed after " << allocated / kMiB << " MiB";
+      break;
+    }
+    *p = reinterpret_cast<uintptr_t>(p);
+    blocks.data()[count] = p;
+    allocated += size;
+  }
+  const size_t peak = resident_bytes();
+  // Free the odd-numbered blocks first, then the even ones: spans empty only in the second pass.
+  size_t damaged = 0;
+  for (size_t start : {size_t{1}, size_t{0}}) {
+    for (size_t i = start; i < count; i += 2) {
+      auto* p = static_cast<uintptr_t*>(blocks.data()[i]);
+      if (*p != reinterpret_cast<uintptr_t>(p)) ++damaged;
+      free(p);
+    }
+  }
+  EXPECT_EQ(damaged, 0u);
+  return peak;
+}
+
+TEST(ResidentSet, FallsBackAfterFreeAndTrim) {
+  const size_t before = resident_bytes();
+  const size_t peak = allocate_touch_and_free(kGiB);
+  EXPECT_GT(peak, before + kGiB / 2) << "the blocks were not touched; the test measures nothing";
+  const int released = malloc_trim(0);
+  EXPECT_TRUE(released == 0 || released == 1);
+  const size_t after = resident_bytes();
+  EXPECT_LT(after, before + 16 * kMiB)
+      << "RSS " << before / kMiB << " MiB before, " << peak / kMiB << " MiB at the peak, "
+      << after / kMiB << " MiB after freeing everything and malloc_trim(0)";
+}
+
+TEST(ResidentSet, FallsBackAfterFreeWithoutTrim) {
+  const size_t before = resident_bytes();
+  const size_t peak = allocate_touch_and_free(kGiB);
+  EXPECT_GT(peak, before + kGiB / 2) << "the blocks were not touched; the test measures nothing";
+  const size_t after = resident_bytes();
+  EXPECT_LT(after, before + 64 * kMiB)
+      << "RSS " << before / kMiB << " MiB before, " << peak / kMiB << " MiB at the peak, "
+      << after / kMiB << " MiB after freeing everything (no trim)";
+}
+
+// The memory given back can be allocated again: a second round reaches about the same peak.
+TEST(ResidentSet, SecondRoundReusesTheMemory) {
+  const size_t before = resident_bytes();
+  const size_t first_peak = allocate_touch_and_free(kGiB / 4);
+  const size_t second_peak = allocate_touch_and_free(kGiB / 4);
+  EXPECT_LT(second_peak, first_peak + 32 * kMiB)
+      << "peaks " << first_peak / kMiB << " and " << second_peak / kMiB << " MiB (from "
+      << before / kMiB << " MiB)";
+}
+
+}  // namespace
+}  // namespace malloc_test
