@@ -69,6 +69,13 @@ class LazyBlockList {
     ++free_count_;
   }
 
+  // The paper's resizing: the memory right after the last block joins the list. O(1), because
+  // the new blocks simply become never-used ones. block_size * block_count must stay within 32 bits.
+  void extend(std::uint32_t extra_blocks) {
+    block_count_ += extra_blocks;
+    free_count_ += extra_blocks;
+  }
+
   [[nodiscard]] bool contains(const void* p) const {
     return static_cast<std::size_t>(static_cast<const std::byte*>(p) - base_) <
            std::size_t{block_size_} * block_count_;
