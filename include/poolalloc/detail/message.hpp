@@ -17,6 +17,8 @@ class Message {
     for (char c : text) put(c);
     return *this;
   }
+  // Without this overload a string literal would convert to const void* and print as an address.
+  Message& operator<<(const char* text) { return *this << std::string_view(text); }
   Message& operator<<(const void* p) { return hex(reinterpret_cast<std::uintptr_t>(p)); }
   Message& operator<<(std::uint64_t n) {
     char digits[20];
