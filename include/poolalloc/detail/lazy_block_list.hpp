@@ -122,8 +122,11 @@ class LazyBlockList {
   std::uint32_t block_count_ = 0;
   std::uint32_t initialised_ = 0;  // blocks [0, initialised_) have been handed out at least once
   std::uint32_t free_count_ = 0;   // never-used blocks plus the free list's length
-  std::uint32_t free_head_ = kNoBlock;
   BlockDivider divider_;
+  // Kept away from free_count_: stored next to it, GCC merges the two stores into one 8-byte
+  // vector store, and the next allocate's 4-byte load of free_head_ then waits for it to retire
+  // (about 20% of a FixedPool allocate+free pair).
+  std::uint32_t free_head_ = kNoBlock;
 };
 
 }  // namespace poolalloc::detail
