@@ -61,8 +61,7 @@ void churn(benchmark::State& state, Make make, Free free) {
 void churn_pool_spawn_despawn(benchmark::State& state) {
   poolalloc::Pool<Entity> pool(kEntities);
   churn<Entity>(
-      state, [&](std::uint32_t id) { return pool.spawn(id); },
-      [&](Entity* e) { pool.despawn(e); });
+      state, [&](std::uint32_t id) { return pool.spawn(id); }, [&](Entity* e) { pool.despawn(e); });
 }
 
 void churn_new_delete(benchmark::State& state) {
@@ -99,12 +98,14 @@ void sweep(benchmark::State& state, Allocate allocate, Free free) {
 
 void sweep_fixed_pool(benchmark::State& state) {
   poolalloc::FixedPool pool(static_cast<std::size_t>(state.range(0)), kSweepBatch);
-  sweep(state, [&] { return pool.allocate(); }, [&](void* block) { pool.deallocate(block); });
+  sweep(
+      state, [&] { return pool.allocate(); }, [&](void* block) { pool.deallocate(block); });
 }
 
 void sweep_malloc_free(benchmark::State& state) {
   const auto size = static_cast<std::size_t>(state.range(0));
-  sweep(state, [=] { return std::malloc(size); }, [](void* block) { std::free(block); });
+  sweep(
+      state, [=] { return std::malloc(size); }, [](void* block) { std::free(block); });
 }
 
 constexpr std::size_t kCreateBlockSize = 16;

@@ -74,9 +74,8 @@ class FixedPool {
 
   // Over the caller's memory, which the pool uses as many whole aligned blocks as fit in and
   // never frees. False when not even one block fits.
-  bool create(void* buffer, std::size_t buffer_bytes, std::size_t block_size,
-              std::size_t alignment, Growth growth = Growth::fixed,
-              DebugChecks debug = kDefaultDebugChecks) {
+  bool create(void* buffer, std::size_t buffer_bytes, std::size_t block_size, std::size_t alignment,
+              Growth growth = Growth::fixed, DebugChecks debug = kDefaultDebugChecks) {
     destroy();
     if (configure(block_size, alignment, growth, debug) && add_caller_chunk(buffer, buffer_bytes)) {
       return true;
@@ -89,7 +88,7 @@ class FixedPool {
   void destroy() {
     if (debug_) report_leaks();
     for (const Chunk& chunk : chunks_) {
-      if (chunk.owned) ::operator delete(chunk.memory, std::align_val_t{alignment_});
+      if (chunk.owned) ::operator delete (chunk.memory, std::align_val_t{alignment_});
     }
     chunks_.clear();
     current_ = &detail::kNoBlocks;
@@ -203,7 +202,7 @@ class FixedPool {
   bool add_owned_chunk(std::size_t block_count) {
     if (block_count == 0 || block_count > max_blocks_per_chunk()) return false;
     const std::size_t bytes = block_count * layout_.stride;
-    void* memory = ::operator new(bytes, std::align_val_t{alignment_}, std::nothrow);
+    void* memory = ::operator new (bytes, std::align_val_t{alignment_}, std::nothrow);
     if (memory == nullptr) return false;
     auto* begin = static_cast<std::byte*>(memory);
     add_chunk(begin, begin + bytes, block_count, true);

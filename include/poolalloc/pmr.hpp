@@ -33,7 +33,8 @@ class PoolResource final : public std::pmr::memory_resource {
   // is created when it is first used, with blocks_per_chunk blocks, and doubles when full.
   explicit PoolResource(std::size_t largest_block = 256, std::size_t blocks_per_chunk = 64,
                         std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
-      : largest_block_(std::bit_ceil(std::clamp(largest_block, kSmallestBlock, kLargestBlockLimit))),
+      : largest_block_(
+            std::bit_ceil(std::clamp(largest_block, kSmallestBlock, kLargestBlockLimit))),
         blocks_per_chunk_(blocks_per_chunk),
         pools_(std::make_unique<FixedPool[]>(pool_index(largest_block_) + 1)),
         upstream_(upstream) {}

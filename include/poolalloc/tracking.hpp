@@ -24,7 +24,9 @@ namespace poolalloc {
 
 namespace detail {
 template <class Arena>
-  requires requires(const Arena& arena) { arena.used(); }
+requires requires(const Arena& arena) {
+  arena.used();
+}
 std::size_t bytes_in_use(const Arena& arena) {
   return arena.used();
 }
@@ -48,20 +50,20 @@ class Tracked {
   }
 
   template <class... Args>
-    requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
+  requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
   [[nodiscard]] auto* allocate(Args&&... args) {
     auto* result = arena_.allocate(std::forward<Args>(args)...);
     sample();
     return result;
   }
   template <class... Args>
-    requires requires(Arena& arena, Args&&... args) { arena.deallocate(std::forward<Args>(args)...); }
+  requires requires(Arena& arena, Args&&... args) { arena.deallocate(std::forward<Args>(args)...); }
   void deallocate(Args&&... args) {
     arena_.deallocate(std::forward<Args>(args)...);
     sample();
   }
   template <class... Args>
-    requires requires(Arena& arena, Args&&... args) { arena.spawn(std::forward<Args>(args)...); }
+  requires requires(Arena& arena, Args&&... args) { arena.spawn(std::forward<Args>(args)...); }
   [[nodiscard]] auto* spawn(Args&&... args) {
     auto* result = arena_.spawn(std::forward<Args>(args)...);
     sample();

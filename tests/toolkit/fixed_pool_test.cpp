@@ -75,7 +75,8 @@ TEST(FixedPool, HandsOutDistinctAlignedBlocksThenNullptr) {
   }
   EXPECT_EQ(pool.allocate(), nullptr);
   EXPECT_EQ(pool.allocate(), nullptr);
-  for (auto it = seen.begin(); std::next(it) != seen.end(); ++it) EXPECT_GE(*std::next(it) - *it, 24u);
+  for (auto it = seen.begin(); std::next(it) != seen.end(); ++it)
+    EXPECT_GE(*std::next(it) - *it, 24u);
 }
 
 TEST(FixedPool, RoundsBlocksUnderFourBytesUpToFour) {
@@ -254,8 +255,9 @@ using FixedPoolDeathTest = ::testing::Test;
 TEST_F(FixedPoolDeathTest, DeallocateOfAPointerOutsideThePoolAborts) {
   FixedPool pool(64, 4);
   int local = 0;
-  EXPECT_DEATH(pool.deallocate(&local), "poolalloc: FixedPool 0x[0-9a-f]+ \\(block 64 B\\): "
-                                        "deallocate of 0x[0-9a-f]+ outside the pool");
+  EXPECT_DEATH(pool.deallocate(&local),
+               "poolalloc: FixedPool 0x[0-9a-f]+ \\(block 64 B\\): "
+               "deallocate of 0x[0-9a-f]+ outside the pool");
 }
 
 TEST_F(FixedPoolDeathTest, DeallocateOnAPoolNeverCreatedAborts) {
@@ -347,8 +349,10 @@ TEST(FixedPoolDebug, ListsEveryLiveBlockOnDestroy) {
   testing::internal::CaptureStderr();
   pool.destroy();
   const std::string report = testing::internal::GetCapturedStderr();
-  EXPECT_NE(report.find("(block 32 B): leaked block " + hex(a) + "\n"), std::string::npos) << report;
-  EXPECT_NE(report.find("(block 32 B): leaked block " + hex(b) + "\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("(block 32 B): leaked block " + hex(a) + "\n"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("(block 32 B): leaked block " + hex(b) + "\n"), std::string::npos)
+      << report;
   EXPECT_NE(report.find("2 blocks still allocated at destroy()"), std::string::npos) << report;
 }
 
@@ -367,7 +371,8 @@ TEST_F(FixedPoolDebugDeathTest, DoubleFreeAborts) {
   void* block = pool.allocate();
   pool.deallocate(block);
   EXPECT_DEATH(pool.deallocate(block), "FixedPool 0x[0-9a-f]+ \\(block 64 B\\): deallocate of " +
-                                           hex(block) + ", which is already free \\(double free\\)");
+                                           hex(block) +
+                                           ", which is already free \\(double free\\)");
 }
 
 TEST_F(FixedPoolDebugDeathTest, FreeOfABlockNeverHandedOutAborts) {
@@ -375,7 +380,8 @@ TEST_F(FixedPoolDebugDeathTest, FreeOfABlockNeverHandedOutAborts) {
   auto* a = static_cast<char*>(pool.allocate());
   auto* b = static_cast<char*>(pool.allocate());
   char* never = b + (b - a);
-  EXPECT_DEATH(pool.deallocate(never), "deallocate of " + hex(never) + ", which was never allocated");
+  EXPECT_DEATH(pool.deallocate(never),
+               "deallocate of " + hex(never) + ", which was never allocated");
 }
 
 TEST_F(FixedPoolDebugDeathTest, OverwrittenGuardBeforeABlockAbortsOnDeallocate) {

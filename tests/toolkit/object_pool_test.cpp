@@ -170,8 +170,10 @@ using PoolDeathTest = ::testing::Test;
 TEST_F(PoolDeathTest, DespawnOfAForeignObjectAbortsBeforeItsDestructorRuns) {
   Pool<LoudOnDestruction> pool(4);
   LoudOnDestruction outsider;
-  EXPECT_DEATH(pool.despawn(&outsider), "^poolalloc: FixedPool 0x[0-9a-f]+ \\(block 4 B\\): "
-                                        "deallocate of " + hex(&outsider) + " outside the pool");
+  EXPECT_DEATH(pool.despawn(&outsider),
+               "^poolalloc: FixedPool 0x[0-9a-f]+ \\(block 4 B\\): "
+               "deallocate of " +
+                   hex(&outsider) + " outside the pool");
 }
 
 TEST_F(PoolDeathTest, DoubleDespawnAbortsBeforeTheDestructorRunsTwice) {
@@ -180,8 +182,9 @@ TEST_F(PoolDeathTest, DoubleDespawnAbortsBeforeTheDestructorRunsTwice) {
   testing::internal::CaptureStderr();
   pool.despawn(object);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "destructor ran\n");
-  EXPECT_DEATH(pool.despawn(object), "^poolalloc: FixedPool 0x[0-9a-f]+ \\(block 4 B\\): deallocate of " +
-                                         hex(object) + ", which is already free");
+  EXPECT_DEATH(pool.despawn(object),
+               "^poolalloc: FixedPool 0x[0-9a-f]+ \\(block 4 B\\): deallocate of " + hex(object) +
+                   ", which is already free");
 }
 
 }  // namespace

@@ -146,7 +146,8 @@ TEST(StackResource, AllocatesFromTheStackUntilFreedToAMarker) {
 
 TEST(StlAllocator, PutsAStdVectorInAFrame) {
   FrameAllocator frame(4096);
-  std::vector<int, StlAllocator<int, FrameAllocator>> values{StlAllocator<int, FrameAllocator>(frame)};
+  std::vector<int, StlAllocator<int, FrameAllocator>> values{
+      StlAllocator<int, FrameAllocator>(frame)};
   values.reserve(100);
   for (int i = 0; i < 100; ++i) values.push_back(i);
   EXPECT_EQ(frame.used(), 400u);

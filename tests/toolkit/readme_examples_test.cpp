@@ -32,7 +32,7 @@ TEST(ReadmeExamples, FixedPool) {
 }
 
 TEST(ReadmeExamples, ObjectPool) {
-  poolalloc::Pool<Bullet> bullets(256);  // or Pool<Bullet>(256, poolalloc::Growth::growable)
+  poolalloc::Pool<Bullet> bullets(256);   // or Pool<Bullet>(256, poolalloc::Growth::growable)
   Bullet* b = bullets.spawn(1.0f, 2.0f);  // nullptr when full
   bullets.despawn(b);
   auto owned = bullets.make_unique(3.0f, 4.0f);  // despawned when `owned` dies

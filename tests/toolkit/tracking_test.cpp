@@ -36,9 +36,8 @@ TEST(Tracked, ReportsThePeakOfEachFrame) {
 TEST(Tracked, CallsBackEachTimeUsageRisesAboveTheBudget) {
   FrameAllocator frame(1024);
   std::vector<std::pair<std::size_t, std::size_t>> calls;
-  Tracked tracked(frame, 100, [&](std::size_t used, std::size_t budget) {
-    calls.emplace_back(used, budget);
-  });
+  Tracked tracked(frame, 100,
+                  [&](std::size_t used, std::size_t budget) { calls.emplace_back(used, budget); });
   (void)tracked.allocate(100, 1);
   EXPECT_TRUE(calls.empty());  // at the budget is not over it
   (void)tracked.allocate(10, 1);

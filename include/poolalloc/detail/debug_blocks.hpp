@@ -12,7 +12,8 @@
 namespace poolalloc::detail {
 
 inline constexpr unsigned char kFreshFill = 0xA5;  // payload of a block just allocated
-inline constexpr unsigned char kFreedFill = 0x5A;  // payload of a freed block, after its 4-byte link
+inline constexpr unsigned char kFreedFill =
+    0x5A;  // payload of a freed block, after its 4-byte link
 inline constexpr unsigned char kGuardFill = 0xFD;  // guard bytes around every payload
 
 class AllocationBits {

@@ -70,7 +70,7 @@ class LazyBlockList {
   }
 
   // The paper's resizing: the memory right after the last block joins the list. O(1), because
-  // the new blocks simply become never-used ones. block_size * block_count must stay within 32 bits.
+  // the new blocks become never-used ones. block_size * block_count must still fit in 32 bits.
   void extend(std::uint32_t extra_blocks) {
     block_count_ += extra_blocks;
     free_count_ += extra_blocks;
