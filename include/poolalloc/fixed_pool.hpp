@@ -1,0 +1,383 @@
+// FixedPool: the fixed-size block pool of Kenwright's "Fast Efficient Fixed-Size Memory Pool".
+//
+// - O(1) creation: no block is touched until it is handed out (detail::LazyBlockList), so a pool
+//   of 10 M blocks is created as fast as one of 1 K.
+// - O(1) allocate and deallocate while one chunk serves; blocks are at least 4 bytes, because a
+//   free block holds the 4-byte index of the next one.
+// - Growth chains chunks and never moves a block: grow() adds one on request, and a growable pool
+//   adds one when full, each as large as the whole pool so far (capacity doubles). With several
+//   chunks, allocate and deallocate stay O(1) while they hit the chunk used last and cost
+//   O(chunks) when they switch.
+// - Always on, because it is cheap: deallocate of a pointer outside the pool or not on a block
+//   boundary is reported and aborts.
+// - Debug checks (POOLALLOC_DEBUG, or DebugChecks::on): double-free detection, guard bytes around
+//   every block, fill patterns (detail/debug_blocks.hpp) and a leak list on destroy().
+//   Without them the checks cost one predictable branch per call.
+//
+// Not thread-safe, by choice: use one pool per thread.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <string_view>
+#include <vector>
+
+#include "detail/block_layout.hpp"
+#include "detail/debug_blocks.hpp"
+#include "detail/lazy_block_list.hpp"
+#include "detail/message.hpp"
+
+namespace poolalloc {
+
+enum class Growth { fixed, growable };
+enum class DebugChecks : bool { off, on };
+
+#if defined(POOLALLOC_DEBUG)
+inline constexpr DebugChecks kDefaultDebugChecks = DebugChecks::on;
+#else
+inline constexpr DebugChecks kDefaultDebugChecks = DebugChecks::off;
+#endif
+
+namespace detail {
+// Where a pool without chunks points its current chunk, so that the fast paths need no test for
+// "no chunk": it has no blocks, and nothing ever writes to it.
+inline constinit LazyBlockList kNoBlocks{};
+}  // namespace detail
+
+class FixedPool {
+ public:
+  FixedPool() = default;
+  // Check capacity() for failure (the same arguments that make create() return false).
+  FixedPool(std::size_t block_size, std::size_t block_count,
+            std::size_t alignment = alignof(std::max_align_t), Growth growth = Growth::fixed,
+            DebugChecks debug = kDefaultDebugChecks) {
+    create(block_size, block_count, alignment, growth, debug);
+  }
+  FixedPool(const FixedPool&) = delete;
+  FixedPool& operator=(const FixedPool&) = delete;
+  ~FixedPool() { destroy(); }
+
+  // Over memory the pool allocates. False (and an empty pool) for a zero size or count, an
+  // alignment that is not a power of two, a chunk over 4 GiB, or no memory.
+  bool create(std::size_t block_size, std::size_t block_count,
+              std::size_t alignment = alignof(std::max_align_t), Growth growth = Growth::fixed,
+              DebugChecks debug = kDefaultDebugChecks) {
+    destroy();
+    if (configure(block_size, alignment, growth, debug) && add_owned_chunk(block_count)) {
+      return true;
+    }
+    destroy();
+    return false;
+  }
+
+  // Over the caller's memory, which the pool uses as many whole aligned blocks as fit in and
+  // never frees. False when not even one block fits.
+  bool create(void* buffer, std::size_t buffer_bytes, std::size_t block_size, std::size_t alignment,
+              Growth growth = Growth::fixed, DebugChecks debug = kDefaultDebugChecks) {
+    destroy();
+    if (configure(block_size, alignment, growth, debug) && add_caller_chunk(buffer, buffer_bytes)) {
+      return true;
+    }
+    destroy();
+    return false;
+  }
+
+  // Frees the memory the pool allocated; with debug checks, first lists every live block.
+  void destroy() {
+    if (debug_) report_leaks();
+    for (const Chunk& chunk : chunks_) {
+      if (chunk.owned) ::operator delete (chunk.memory, std::align_val_t{alignment_});
+    }
+    chunks_.clear();
+    current_ = &detail::kNoBlocks;
+    layout_ = {};
+    alignment_ = 1;
+    capacity_ = used_ = peak_used_ = 0;
+    growth_ = Growth::fixed;
+    debug_ = false;
+  }
+
+  // nullptr when the pool is full and cannot grow.
+  [[nodiscard]] void* allocate() {
+    if (debug_) [[unlikely]]
+      return allocate_checked();
+    return allocate_unchecked();
+  }
+
+  // nullptr is ignored; anything else not allocated here is reported and aborts.
+  void deallocate(void* block) {
+    deallocate(block, [](void*) {});
+  }
+
+  // Verifies `block`, calls before_free(block), then frees it. Pool<T> runs the destructor there,
+  // so that a bad pointer is reported before a destructor runs on it.
+  template <class BeforeFree>
+  void deallocate(void* block, BeforeFree&& before_free) {
+    if (block == nullptr) return;
+    if (debug_) [[unlikely]]
+      return deallocate_checked(block, before_free);
+    detail::LazyBlockList* blocks = current_;
+    if (!blocks->contains(block)) [[unlikely]]
+      blocks = &chunk_holding(block).blocks;
+    if (!blocks->on_block_boundary(block)) [[unlikely]]
+      fail_deallocate(block, " not on a block boundary");
+    before_free(block);
+    blocks->deallocate(block);
+    --used_;
+  }
+
+  // Adds a chunk of extra_blocks blocks. Live blocks stay where they are.
+  bool grow(std::size_t extra_blocks) { return !chunks_.empty() && add_owned_chunk(extra_blocks); }
+
+  // Adds the caller's memory. Memory that starts where an earlier caller buffer ended extends
+  // that chunk in place, as the paper's resizing does; other memory becomes a new chunk.
+  bool grow(void* memory, std::size_t bytes) {
+    if (chunks_.empty() || memory == nullptr) return false;
+    for (Chunk& chunk : chunks_) {
+      if (chunk.owned || chunk.end != memory) continue;
+      const std::size_t room = max_blocks_per_chunk() - chunk.blocks.block_count();
+      const std::size_t unused = static_cast<std::size_t>(chunk.end - end_of_blocks(chunk));
+      const std::size_t extra = std::min((unused + bytes) / layout_.stride, room);
+      if (extra == 0) break;
+      chunk.blocks.extend(static_cast<std::uint32_t>(extra));
+      chunk.end += bytes;
+      if (debug_) chunk.allocated.resize(chunk.blocks.block_count());
+      capacity_ += extra;
+      return true;
+    }
+    return add_caller_chunk(memory, bytes);
+  }
+
+  [[nodiscard]] std::size_t block_size() const { return layout_.payload; }
+  [[nodiscard]] std::size_t capacity() const { return capacity_; }
+  [[nodiscard]] std::size_t free_count() const { return capacity_ - used_; }
+  [[nodiscard]] std::size_t used_count() const { return used_; }
+  [[nodiscard]] std::size_t peak_used() const { return peak_used_; }
+
+  // True when p points into one of the pool's blocks.
+  [[nodiscard]] bool owns(const void* p) const {
+    return std::any_of(chunks_.begin(), chunks_.end(),
+                       [p](const Chunk& chunk) { return chunk.blocks.contains(p); });
+  }
+
+  // Checks every chunk's free list and, with debug checks, every guard byte and that no freed
+  // block was written to. Reports the first fault and aborts. O(blocks handed out so far).
+  void verify() const {
+    for (const Chunk& chunk : chunks_) {
+      if (debug_) {
+        for (std::uint32_t i = 0; i < chunk.guarded; ++i) {
+          const std::byte* block = chunk.blocks.block_at(i);
+          chunk.allocated.test(i) ? check_guards(block) : check_free_block(block);
+        }
+      }
+      if (!chunk.blocks.free_list_is_consistent()) fail("free list corrupted");
+    }
+  }
+
+ private:
+  struct Chunk {
+    detail::LazyBlockList blocks;
+    std::byte* memory = nullptr;  // the first block's front guard
+    std::byte* end = nullptr;     // end of the memory the chunk may use
+    bool owned = false;           // allocated by the pool, rather than given by the caller
+    // Debug checks only:
+    detail::AllocationBits allocated;
+    std::uint32_t guarded = 0;  // blocks [0, guarded) have had their guard bytes written
+  };
+
+  bool configure(std::size_t block_size, std::size_t alignment, Growth growth, DebugChecks debug) {
+    const auto layout = detail::block_layout(block_size, alignment, debug == DebugChecks::on);
+    if (!layout || layout->stride > UINT32_MAX) return false;
+    layout_ = *layout;
+    alignment_ = alignment;
+    growth_ = growth;
+    debug_ = debug == DebugChecks::on;
+    return true;
+  }
+
+  [[nodiscard]] std::size_t max_blocks_per_chunk() const { return UINT32_MAX / layout_.stride; }
+
+  bool add_owned_chunk(std::size_t block_count) {
+    if (block_count == 0 || block_count > max_blocks_per_chunk()) return false;
+    const std::size_t bytes = block_count * layout_.stride;
+    void* memory = ::operator new (bytes, std::align_val_t{alignment_}, std::nothrow);
+    if (memory == nullptr) return false;
+    auto* begin = static_cast<std::byte*>(memory);
+    add_chunk(begin, begin + bytes, block_count, true);
+    return true;
+  }
+
+  bool add_caller_chunk(void* buffer, std::size_t bytes) {
+    if (buffer == nullptr) return false;
+    const std::size_t padding = detail::padding_to_align(buffer, alignment_);
+    if (bytes < padding) return false;
+    const std::size_t count = std::min((bytes - padding) / layout_.stride, max_blocks_per_chunk());
+    if (count == 0) return false;
+    auto* begin = static_cast<std::byte*>(buffer);
+    add_chunk(begin + padding, begin + bytes, count, false);
+    return true;
+  }
+
+  void add_chunk(std::byte* memory, std::byte* end, std::size_t block_count, bool owned) {
+    Chunk& chunk = chunks_.emplace_back();
+    chunk.blocks = detail::LazyBlockList(memory + layout_.front_guard,
+                                         static_cast<std::uint32_t>(layout_.stride),
+                                         static_cast<std::uint32_t>(block_count));
+    chunk.memory = memory;
+    chunk.end = end;
+    chunk.owned = owned;
+    if (debug_) chunk.allocated.resize(block_count);
+    capacity_ += block_count;
+    current_ = &chunk.blocks;
+  }
+
+  [[nodiscard]] const std::byte* end_of_blocks(const Chunk& chunk) const {
+    return chunk.memory + std::size_t{chunk.blocks.block_count()} * layout_.stride;
+  }
+
+  void note_allocated() { peak_used_ = std::max(peak_used_, ++used_); }
+
+  void* allocate_unchecked() {
+    if (void* block = current_->allocate()) [[likely]] {
+      note_allocated();
+      return block;
+    }
+    return allocate_from_another_chunk();
+  }
+
+  void* allocate_from_another_chunk() {
+    const auto has_room = [](const Chunk& chunk) { return !chunk.blocks.full(); };
+    if (auto chunk = std::find_if(chunks_.begin(), chunks_.end(), has_room);
+        chunk != chunks_.end()) {
+      current_ = &chunk->blocks;
+    } else if (growth_ == Growth::fixed || chunks_.empty() ||
+               !add_owned_chunk(std::min(capacity_, max_blocks_per_chunk()))) {
+      return nullptr;
+    }
+    note_allocated();
+    return current_->allocate();
+  }
+
+  Chunk* find_chunk(const void* p) {
+    for (Chunk& chunk : chunks_) {
+      if (chunk.blocks.contains(p)) return &chunk;
+    }
+    return nullptr;
+  }
+
+  // The chunk holding `block`, which becomes the current one; aborts when there is none.
+  Chunk& chunk_holding(const void* block) {
+    Chunk* chunk = find_chunk(block);
+    if (chunk == nullptr) fail_deallocate(block, " outside the pool");
+    current_ = &chunk->blocks;
+    return *chunk;
+  }
+
+  void* allocate_checked() {
+    auto* block = static_cast<std::byte*>(allocate_unchecked());
+    if (block == nullptr) return nullptr;
+    Chunk& chunk = *find_chunk(block);
+    const std::uint32_t index = chunk.blocks.index_of(block);
+    if (index < chunk.guarded) {
+      check_free_block(block);
+    } else {
+      detail::fill(block - layout_.front_guard, layout_.front_guard, detail::kGuardFill);
+      detail::fill(block + layout_.payload, layout_.back_guard(), detail::kGuardFill);
+      chunk.guarded = index + 1;
+    }
+    chunk.allocated.set(index);
+    detail::fill(block, layout_.payload, detail::kFreshFill);
+    return block;
+  }
+
+  template <class BeforeFree>
+  void deallocate_checked(void* block, BeforeFree& before_free) {
+    Chunk& chunk = chunk_holding(block);
+    if (!chunk.blocks.on_block_boundary(block)) fail_deallocate(block, " not on a block boundary");
+    const std::uint32_t index = chunk.blocks.index_of(block);
+    if (!chunk.allocated.test(index)) {
+      fail_deallocate(block, index < chunk.guarded ? ", which is already free (double free)"
+                                                   : ", which was never allocated");
+    }
+    check_guards(static_cast<std::byte*>(block));
+    before_free(block);
+    detail::fill(static_cast<std::byte*>(block), layout_.payload, detail::kFreedFill);
+    chunk.allocated.clear(index);
+    chunk.blocks.deallocate(block);
+    --used_;
+  }
+
+  void check_guards(const std::byte* block) const {
+    if (!detail::holds_only(block - layout_.front_guard, layout_.front_guard, detail::kGuardFill)) {
+      fail_block(block, "guard bytes before block ", " overwritten");
+    }
+    if (!detail::holds_only(block + layout_.payload, layout_.back_guard(), detail::kGuardFill)) {
+      fail_block(block, "guard bytes after block ", " overwritten");
+    }
+  }
+
+  // A free block holds its 4-byte link, then the freed fill.
+  void check_free_block(const std::byte* block) const {
+    check_guards(block);
+    const std::size_t link = detail::LazyBlockList::kMinBlockSize;
+    if (!detail::holds_only(block + link, layout_.payload - link, detail::kFreedFill)) {
+      fail_block(block, "block ", " written after it was freed");
+    }
+  }
+
+  void report_leaks() const {
+    std::uint64_t leaked = 0;
+    for (const Chunk& chunk : chunks_) {
+      for (std::uint32_t i = 0; i < chunk.guarded; ++i) {
+        if (!chunk.allocated.test(i)) continue;
+        ++leaked;
+        detail::Message message = describe();
+        message << "leaked block " << static_cast<const void*>(chunk.blocks.block_at(i)) << "\n";
+        message.write_to(STDERR_FILENO);
+      }
+    }
+    if (leaked == 0) return;
+    detail::Message message = describe();
+    message << leaked << " blocks still allocated at destroy()\n";
+    message.write_to(STDERR_FILENO);
+  }
+
+  [[nodiscard]] detail::Message describe() const {
+    detail::Message message;
+    message << "poolalloc: FixedPool " << static_cast<const void*>(this) << " (block "
+            << layout_.payload << " B): ";
+    return message;
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void fail(std::string_view fault) const {
+    detail::Message message = describe();
+    message << fault;
+    detail::fatal(message);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_deallocate(const void* block,
+                                                              std::string_view fault) const {
+    detail::Message message = describe();
+    message << "deallocate of " << block << fault;
+    detail::fatal(message);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_block(const void* block, std::string_view before,
+                                                         std::string_view after) const {
+    detail::Message message = describe();
+    message << before << block << after;
+    detail::fatal(message);
+  }
+
+  std::vector<Chunk> chunks_;
+  detail::LazyBlockList* current_ = &detail::kNoBlocks;  // the chunk used last
+  detail::BlockLayout layout_;
+  std::size_t alignment_ = 1;
+  std::size_t capacity_ = 0;
+  std::size_t used_ = 0;
+  std::size_t peak_used_ = 0;
+  Growth growth_ = Growth::fixed;
+  bool debug_ = false;
+};
+
+}  // namespace poolalloc

@@ -1,0 +1,145 @@
+// Adapters from the toolkit's allocators to the standard library's allocator interfaces.
+//
+// - PoolResource: a std::pmr::memory_resource serving requests up to a size from FixedPools,
+//   one per power of two from 8 bytes up (requests above it, or more aligned, go upstream).
+// - FrameResource, StackResource: memory_resources over a FrameAllocator / StackAllocator.
+//   Their deallocate does nothing: the memory comes back with reset() / free_to_marker().
+// - StlAllocator<T, Arena>: a standard allocator over any arena with allocate(size, align) (and,
+//   if it has one, deallocate(p, size, align)), so std::vector<T, StlAllocator<T, Arena>> works.
+//
+// Exhaustion throws std::bad_alloc, as these interfaces require. Not thread-safe, by choice.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <memory_resource>
+#include <new>
+
+#include "fixed_pool.hpp"
+#include "frame_allocator.hpp"
+#include "stack_allocator.hpp"
+
+namespace poolalloc {
+
+class PoolResource final : public std::pmr::memory_resource {
+ public:
+  static constexpr std::size_t kSmallestBlock = 8;
+  static constexpr std::size_t kLargestBlockLimit = std::size_t{1} << 20;
+
+  // largest_block is rounded up to a power of two (at most kLargestBlockLimit). A size's pool
+  // is created when it is first used, with blocks_per_chunk blocks, and doubles when full.
+  explicit PoolResource(std::size_t largest_block = 256, std::size_t blocks_per_chunk = 64,
+                        std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
+      : largest_block_(
+            std::bit_ceil(std::clamp(largest_block, kSmallestBlock, kLargestBlockLimit))),
+        blocks_per_chunk_(blocks_per_chunk),
+        pools_(std::make_unique<FixedPool[]>(pool_index(largest_block_) + 1)),
+        upstream_(upstream) {}
+
+  // Bytes handed out and not yet given back, pooled and upstream.
+  [[nodiscard]] std::size_t used() const { return used_; }
+  [[nodiscard]] std::size_t largest_block() const { return largest_block_; }
+  [[nodiscard]] std::pmr::memory_resource* upstream() const { return upstream_; }
+
+ private:
+  // Blocks of a power-of-two size, aligned to that size, serve any alignment up to it.
+  static std::size_t block_for(std::size_t bytes, std::size_t alignment) {
+    return std::bit_ceil(std::max({bytes, alignment, kSmallestBlock}));
+  }
+  static std::size_t pool_index(std::size_t block) {
+    return static_cast<std::size_t>(std::countr_zero(block / kSmallestBlock));
+  }
+
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    void* p = nullptr;
+    if (bytes > largest_block_ || alignment > largest_block_) {
+      p = upstream_->allocate(bytes, alignment);
+    } else {
+      const std::size_t block = block_for(bytes, alignment);
+      FixedPool& pool = pools_[pool_index(block)];
+      if (pool.capacity() == 0) pool.create(block, blocks_per_chunk_, block, Growth::growable);
+      p = pool.allocate();
+      if (p == nullptr) throw std::bad_alloc();
+    }
+    used_ += bytes;
+    return p;
+  }
+
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    if (bytes > largest_block_ || alignment > largest_block_) {
+      upstream_->deallocate(p, bytes, alignment);
+    } else {
+      pools_[pool_index(block_for(bytes, alignment))].deallocate(p);
+    }
+    used_ -= bytes;
+  }
+
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  std::size_t largest_block_;
+  std::size_t blocks_per_chunk_;
+  std::unique_ptr<FixedPool[]> pools_;  // pools_[i] holds blocks of kSmallestBlock << i bytes
+  std::pmr::memory_resource* upstream_;
+  std::size_t used_ = 0;
+};
+
+// A memory_resource over an arena with allocate(size, align) that returns nullptr when full.
+template <class Arena>
+class ArenaResource final : public std::pmr::memory_resource {
+ public:
+  explicit ArenaResource(Arena& arena) : arena_(arena) {}
+  [[nodiscard]] Arena& arena() const { return arena_; }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (void* p = arena_.allocate(bytes, alignment)) return p;
+    throw std::bad_alloc();
+  }
+  void do_deallocate(void*, std::size_t, std::size_t) override {}
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  Arena& arena_;
+};
+
+using FrameResource = ArenaResource<FrameAllocator>;
+using StackResource = ArenaResource<StackAllocator>;
+
+template <class T, class Arena>
+class StlAllocator {
+ public:
+  using value_type = T;
+
+  explicit StlAllocator(Arena& arena) noexcept : arena_(&arena) {}
+  template <class U>
+  StlAllocator(const StlAllocator<U, Arena>& other) noexcept : arena_(&other.arena()) {}
+
+  [[nodiscard]] T* allocate(std::size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    if (void* p = arena_->allocate(n * sizeof(T), alignof(T))) return static_cast<T*>(p);
+    throw std::bad_alloc();
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if constexpr (requires { arena_->deallocate(p, n * sizeof(T), alignof(T)); }) {
+      arena_->deallocate(p, n * sizeof(T), alignof(T));
+    }
+  }
+
+  [[nodiscard]] Arena& arena() const noexcept { return *arena_; }
+
+  template <class U>
+  bool operator==(const StlAllocator<U, Arena>& other) const noexcept {
+    return arena_ == &other.arena();
+  }
+
+ private:
+  Arena* arena_;
+};
+
+}  // namespace poolalloc

@@ -1,0 +1,418 @@
+#include <poolalloc/fixed_pool.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using poolalloc::DebugChecks;
+using poolalloc::FixedPool;
+using poolalloc::Growth;
+
+std::string hex(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", p);
+  return text;
+}
+
+bool aligned(const void* p, std::size_t alignment) {
+  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
+}
+
+TEST(FixedPool, CreateRejectsZeroSizesAndBadAlignments) {
+  FixedPool pool;
+  EXPECT_FALSE(pool.create(0, 10));
+  EXPECT_FALSE(pool.create(16, 0));
+  EXPECT_FALSE(pool.create(16, 10, 0));
+  EXPECT_FALSE(pool.create(16, 10, 3));
+  EXPECT_FALSE(pool.create(16, 10, 48));
+  EXPECT_EQ(pool.capacity(), 0u);
+  EXPECT_EQ(pool.allocate(), nullptr);
+}
+
+TEST(FixedPool, CreateRejectsSizesThatOverflow) {
+  FixedPool pool;
+  EXPECT_FALSE(pool.create(SIZE_MAX, 1));
+  EXPECT_FALSE(pool.create(SIZE_MAX - 2, 1, 16));
+  EXPECT_FALSE(pool.create(SIZE_MAX / 2, 4));
+  EXPECT_FALSE(pool.create(16, SIZE_MAX));
+  EXPECT_FALSE(pool.create(16, 4, std::size_t{1} << 63));
+  EXPECT_FALSE(pool.create(std::size_t{1} << 20, std::size_t{1} << 13));  // 8 GiB in one chunk
+  EXPECT_FALSE(pool.create(16, 4, std::size_t{1} << 63, Growth::fixed, DebugChecks::on));
+  EXPECT_EQ(pool.capacity(), 0u);
+}
+
+TEST(FixedPool, CreateOverCallerMemoryRejectsBuffersWithoutRoomForABlock) {
+  alignas(16) unsigned char buffer[64];
+  FixedPool pool;
+  EXPECT_FALSE(pool.create(nullptr, 1024, 16, 16));
+  EXPECT_FALSE(pool.create(buffer, 8, 16, 16));
+  EXPECT_FALSE(pool.create(buffer + 1, 16, 16, 16));  // aligning the start leaves 1 byte
+  EXPECT_FALSE(pool.create(buffer, sizeof buffer, 16, 6));
+  EXPECT_FALSE(pool.create(buffer, sizeof buffer, SIZE_MAX, 16));
+  EXPECT_TRUE(pool.create(buffer, sizeof buffer, 16, 16));
+  EXPECT_EQ(pool.capacity(), 4u);
+}
+
+TEST(FixedPool, HandsOutDistinctAlignedBlocksThenNullptr) {
+  FixedPool pool(24, 10, 64);
+  ASSERT_EQ(pool.capacity(), 10u);
+  std::set<std::uintptr_t> seen;
+  for (int i = 0; i < 10; ++i) {
+    void* block = pool.allocate();
+    ASSERT_NE(block, nullptr);
+    EXPECT_TRUE(aligned(block, 64)) << block;
+    std::memset(block, i, 24);
+    EXPECT_TRUE(seen.insert(reinterpret_cast<std::uintptr_t>(block)).second);
+  }
+  EXPECT_EQ(pool.allocate(), nullptr);
+  EXPECT_EQ(pool.allocate(), nullptr);
+  for (auto it = seen.begin(); std::next(it) != seen.end(); ++it)
+    EXPECT_GE(*std::next(it) - *it, 24u);
+}
+
+TEST(FixedPool, RoundsBlocksUnderFourBytesUpToFour) {
+  FixedPool pool(1, 8, 1);
+  EXPECT_EQ(pool.block_size(), 4u);
+  std::vector<unsigned char*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(static_cast<unsigned char*>(pool.allocate()));
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(blocks[i + 1] - blocks[i], 4);
+  pool.deallocate(blocks[3]);  // its 4-byte link must not spill into its neighbours
+  std::memset(blocks[2], 0x11, 4);
+  std::memset(blocks[4], 0x22, 4);
+  EXPECT_EQ(pool.allocate(), blocks[3]);
+  EXPECT_EQ(blocks[2][3], 0x11);
+  EXPECT_EQ(blocks[4][0], 0x22);
+}
+
+TEST(FixedPool, CountsUsedFreeAndPeak) {
+  FixedPool pool(32, 4);
+  void* a = pool.allocate();
+  void* b = pool.allocate();
+  void* c = pool.allocate();
+  EXPECT_EQ(pool.used_count(), 3u);
+  EXPECT_EQ(pool.free_count(), 1u);
+  pool.deallocate(b);
+  pool.deallocate(a);
+  EXPECT_EQ(pool.used_count(), 1u);
+  EXPECT_EQ(pool.free_count(), 3u);
+  EXPECT_EQ(pool.peak_used(), 3u);
+  EXPECT_EQ(pool.block_size(), 32u);
+  pool.deallocate(c);
+  pool.deallocate(nullptr);
+  EXPECT_EQ(pool.used_count(), 0u);
+}
+
+TEST(FixedPool, ReusesFreedBlocksLastInFirstOut) {
+  FixedPool pool(16, 4);
+  void* a = pool.allocate();
+  void* b = pool.allocate();
+  pool.deallocate(a);
+  pool.deallocate(b);
+  EXPECT_EQ(pool.allocate(), b);
+  EXPECT_EQ(pool.allocate(), a);
+}
+
+TEST(FixedPool, CreationTouchesNoCallerMemoryAndAllocationNoneBeyondTheLink) {
+  alignas(16) unsigned char buffer[256];
+  std::memset(buffer, 0xee, sizeof buffer);
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(buffer, sizeof buffer, 16, 16));
+  for (unsigned char byte : buffer) ASSERT_EQ(byte, 0xee);
+  auto* block = static_cast<unsigned char*>(pool.allocate());
+  EXPECT_EQ(block, buffer);
+  for (unsigned char byte : buffer) ASSERT_EQ(byte, 0xee);
+  pool.deallocate(block);
+  for (std::size_t i = 4; i < sizeof buffer; ++i) ASSERT_EQ(buffer[i], 0xee) << i;
+}
+
+TEST(FixedPool, AlignsTheStartOfCallerMemory) {
+  alignas(64) unsigned char buffer[64 * 5];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(buffer + 8, sizeof buffer - 8, 64, 64));
+  EXPECT_EQ(pool.capacity(), 4u);
+  EXPECT_EQ(pool.allocate(), buffer + 64);
+  EXPECT_TRUE(pool.owns(buffer + 64));
+  EXPECT_FALSE(pool.owns(buffer));
+}
+
+TEST(FixedPool, RecreatingReplacesThePool) {
+  FixedPool pool(16, 4);
+  ASSERT_NE(pool.allocate(), nullptr);
+  ASSERT_TRUE(pool.create(64, 2));
+  EXPECT_EQ(pool.capacity(), 2u);
+  EXPECT_EQ(pool.used_count(), 0u);
+  EXPECT_EQ(pool.block_size(), 64u);
+  pool.destroy();
+  EXPECT_EQ(pool.capacity(), 0u);
+  EXPECT_EQ(pool.allocate(), nullptr);
+}
+
+TEST(FixedPool, GrowAddsBlocksWithoutMovingLiveOnes) {
+  FixedPool pool(sizeof(int), 4);
+  std::vector<int*> live;
+  for (int i = 0; i < 4; ++i) live.push_back(static_cast<int*>(pool.allocate()));
+  for (int i = 0; i < 4; ++i) *live[i] = i;
+  ASSERT_EQ(pool.allocate(), nullptr);
+  ASSERT_TRUE(pool.grow(3));
+  EXPECT_EQ(pool.capacity(), 7u);
+  for (int i = 0; i < 3; ++i) {
+    int* block = static_cast<int*>(pool.allocate());
+    ASSERT_NE(block, nullptr);
+    EXPECT_EQ(std::count(live.begin(), live.end(), block), 0);
+    *block = -1;
+  }
+  EXPECT_EQ(pool.allocate(), nullptr);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(*live[i], i);
+  EXPECT_FALSE(pool.grow(0));
+}
+
+TEST(FixedPool, GrowNeedsACreatedPool) {
+  FixedPool pool;
+  unsigned char buffer[64];
+  EXPECT_FALSE(pool.grow(4));
+  EXPECT_FALSE(pool.grow(buffer, sizeof buffer));
+}
+
+TEST(FixedPool, ServesFreedBlocksOfEarlierChunksAfterGrowing) {
+  FixedPool pool(16, 2);
+  void* first = pool.allocate();
+  void* second = pool.allocate();
+  ASSERT_TRUE(pool.grow(2));
+  void* third = pool.allocate();
+  pool.deallocate(first);
+  pool.deallocate(third);
+  pool.deallocate(second);
+  std::set<void*> again{pool.allocate(), pool.allocate(), pool.allocate(), pool.allocate()};
+  EXPECT_EQ(again.size(), 4u);
+  EXPECT_TRUE(again.count(first) && again.count(second) && again.count(third));
+  EXPECT_EQ(pool.allocate(), nullptr);
+}
+
+TEST(FixedPool, GrowableModeDoublesCapacityWhenFull) {
+  FixedPool pool(16, 4, 16, Growth::growable);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5; ++i) blocks.push_back(pool.allocate());
+  EXPECT_EQ(pool.capacity(), 8u);
+  for (int i = 0; i < 4; ++i) blocks.push_back(pool.allocate());
+  EXPECT_EQ(pool.capacity(), 16u);
+  EXPECT_EQ(std::set<void*>(blocks.begin(), blocks.end()).size(), 9u);
+  for (void* block : blocks) pool.deallocate(block);
+  EXPECT_EQ(pool.used_count(), 0u);
+}
+
+TEST(FixedPool, GrowOverFollowingCallerMemoryExtendsInPlace) {
+  alignas(16) unsigned char buffer[16 * 8 + 8];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(buffer, 16 * 4 + 8, 16, 16));  // 8 bytes left after 4 blocks
+  ASSERT_EQ(pool.capacity(), 4u);
+  for (int i = 0; i < 4; ++i) ASSERT_NE(pool.allocate(), nullptr);
+  ASSERT_TRUE(pool.grow(buffer + 16 * 4 + 8, 16 * 4));
+  EXPECT_EQ(pool.capacity(), 8u);
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(pool.allocate(), buffer + 16 * i);
+  EXPECT_EQ(pool.allocate(), nullptr);
+}
+
+TEST(FixedPool, GrowOverOtherCallerMemoryAddsAChunk) {
+  alignas(16) unsigned char first[64];
+  alignas(16) unsigned char second[64];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(first, sizeof first, 16, 16));
+  EXPECT_FALSE(pool.grow(second, 8));
+  ASSERT_TRUE(pool.grow(second, sizeof second));
+  EXPECT_EQ(pool.capacity(), 8u);
+  EXPECT_TRUE(pool.owns(second + 16));
+}
+
+TEST(FixedPool, OwnsOnlyItsBlocks) {
+  FixedPool pool(16, 4);
+  void* block = pool.allocate();
+  int local = 0;
+  EXPECT_TRUE(pool.owns(block));
+  EXPECT_FALSE(pool.owns(&local));
+  EXPECT_FALSE(pool.owns(nullptr));
+}
+
+TEST(FixedPool, VerifyAcceptsAHealthyPool) {
+  FixedPool pool(16, 8);
+  void* a = pool.allocate();
+  (void)pool.allocate();
+  pool.deallocate(a);
+  pool.verify();
+  SUCCEED();
+}
+
+using FixedPoolDeathTest = ::testing::Test;
+
+TEST_F(FixedPoolDeathTest, DeallocateOfAPointerOutsideThePoolAborts) {
+  FixedPool pool(64, 4);
+  int local = 0;
+  EXPECT_DEATH(pool.deallocate(&local),
+               "poolalloc: FixedPool 0x[0-9a-f]+ \\(block 64 B\\): "
+               "deallocate of 0x[0-9a-f]+ outside the pool");
+}
+
+TEST_F(FixedPoolDeathTest, DeallocateOnAPoolNeverCreatedAborts) {
+  FixedPool pool;
+  int local = 0;
+  EXPECT_DEATH(pool.deallocate(&local), "deallocate of " + hex(&local) + " outside the pool");
+}
+
+TEST_F(FixedPoolDeathTest, DeallocateOfAnInteriorPointerAborts) {
+  FixedPool pool(48, 4, 16);
+  auto* block = static_cast<char*>(pool.allocate());
+  EXPECT_DEATH(pool.deallocate(block + 8),
+               "FixedPool 0x[0-9a-f]+ \\(block 48 B\\): deallocate of " + hex(block + 8) +
+                   " not on a block boundary");
+}
+
+TEST_F(FixedPoolDeathTest, DeallocateIntoAnEarlierChunkIsChecked) {
+  FixedPool pool(16, 2, 16, Growth::growable);
+  auto* first = static_cast<char*>(pool.allocate());
+  (void)pool.allocate();
+  (void)pool.allocate();  // the current chunk is now the second one
+  EXPECT_DEATH(pool.deallocate(first + 4), "deallocate of " + hex(first + 4) + " not on a block");
+}
+
+TEST_F(FixedPoolDeathTest, VerifyReportsACorruptedFreeList) {
+  FixedPool pool(16, 4);
+  void* a = pool.allocate();
+  (void)pool.allocate();
+  pool.deallocate(a);
+  const std::uint32_t never_handed_out = 3;
+  std::memcpy(a, &never_handed_out, sizeof never_handed_out);  // a write after free
+  EXPECT_DEATH(pool.verify(), "FixedPool 0x[0-9a-f]+ \\(block 16 B\\): free list corrupted");
+}
+
+// Debug checks, switched on by the constructor flag (POOLALLOC_DEBUG makes it the default).
+
+TEST(FixedPoolDebug, FillsFreshAndFreedBlocks) {
+  FixedPool pool(64, 4, 16, Growth::fixed, DebugChecks::on);
+  auto* block = static_cast<unsigned char*>(pool.allocate());
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(block[i], 0xA5) << i;
+  pool.deallocate(block);
+  for (int i = 4; i < 64; ++i) ASSERT_EQ(block[i], 0x5A) << i;
+}
+
+TEST(FixedPoolDebug, KeepsPayloadsAlignedBetweenGuards) {
+  FixedPool pool(24, 8, 64, Growth::fixed, DebugChecks::on);
+  std::vector<unsigned char*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(static_cast<unsigned char*>(pool.allocate()));
+  for (unsigned char* block : blocks) {
+    EXPECT_TRUE(aligned(block, 64));
+    EXPECT_EQ(block[-1], 0xFD);
+    EXPECT_EQ(block[24], 0xFD);
+    std::memset(block, 0, 24);  // the whole payload is the caller's
+  }
+  pool.verify();
+  for (unsigned char* block : blocks) pool.deallocate(block);
+  pool.verify();
+  EXPECT_EQ(pool.allocate(), blocks.back());
+}
+
+TEST(FixedPoolDebug, FindsNoFaultInHeavyCorrectUse) {
+  FixedPool pool(40, 64, 8, Growth::growable, DebugChecks::on);
+  std::mt19937 random(7);
+  std::vector<unsigned char*> live;
+  for (int step = 0; step < 20000; ++step) {
+    if (live.empty() || random() % 3 != 0) {
+      auto* block = static_cast<unsigned char*>(pool.allocate());
+      ASSERT_NE(block, nullptr);
+      std::memset(block, static_cast<int>(step), 40);
+      live.push_back(block);
+    } else {
+      const std::size_t i = random() % live.size();
+      pool.deallocate(live[i]);
+      live[i] = live.back();
+      live.pop_back();
+    }
+    if (step % 1000 == 0) pool.verify();
+  }
+  for (unsigned char* block : live) pool.deallocate(block);
+  pool.verify();
+  EXPECT_EQ(pool.used_count(), 0u);
+}
+
+TEST(FixedPoolDebug, ListsEveryLiveBlockOnDestroy) {
+  FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
+  void* a = pool.allocate();
+  void* b = pool.allocate();
+  pool.deallocate(pool.allocate());
+  testing::internal::CaptureStderr();
+  pool.destroy();
+  const std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_NE(report.find("(block 32 B): leaked block " + hex(a) + "\n"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("(block 32 B): leaked block " + hex(b) + "\n"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("2 blocks still allocated at destroy()"), std::string::npos) << report;
+}
+
+TEST(FixedPoolDebug, ReportsNothingOnDestroyWhenAllBlocksCameBack) {
+  FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
+  pool.deallocate(pool.allocate());
+  testing::internal::CaptureStderr();
+  pool.destroy();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+using FixedPoolDebugDeathTest = ::testing::Test;
+
+TEST_F(FixedPoolDebugDeathTest, DoubleFreeAborts) {
+  FixedPool pool(64, 4, 16, Growth::fixed, DebugChecks::on);
+  void* block = pool.allocate();
+  pool.deallocate(block);
+  EXPECT_DEATH(pool.deallocate(block), "FixedPool 0x[0-9a-f]+ \\(block 64 B\\): deallocate of " +
+                                           hex(block) +
+                                           ", which is already free \\(double free\\)");
+}
+
+TEST_F(FixedPoolDebugDeathTest, FreeOfABlockNeverHandedOutAborts) {
+  FixedPool pool(64, 4, 16, Growth::fixed, DebugChecks::on);
+  auto* a = static_cast<char*>(pool.allocate());
+  auto* b = static_cast<char*>(pool.allocate());
+  char* never = b + (b - a);
+  EXPECT_DEATH(pool.deallocate(never),
+               "deallocate of " + hex(never) + ", which was never allocated");
+}
+
+TEST_F(FixedPoolDebugDeathTest, OverwrittenGuardBeforeABlockAbortsOnDeallocate) {
+  FixedPool pool(64, 4, 16, Growth::fixed, DebugChecks::on);
+  auto* block = static_cast<char*>(pool.allocate());
+  block[-1] = 0;
+  EXPECT_DEATH(pool.deallocate(block), "guard bytes before block " + hex(block) + " overwritten");
+}
+
+TEST_F(FixedPoolDebugDeathTest, OverwrittenGuardAfterABlockAbortsOnDeallocate) {
+  FixedPool pool(60, 4, 16, Growth::fixed, DebugChecks::on);
+  auto* block = static_cast<char*>(pool.allocate());
+  block[60] = 0;  // one past the end
+  EXPECT_DEATH(pool.deallocate(block), "guard bytes after block " + hex(block) + " overwritten");
+}
+
+TEST_F(FixedPoolDebugDeathTest, VerifyFindsAnOverflowIntoALiveBlocksGuard) {
+  FixedPool pool(16, 4, 16, Growth::fixed, DebugChecks::on);
+  auto* block = static_cast<char*>(pool.allocate());
+  (void)pool.allocate();
+  block[17] = 0;
+  EXPECT_DEATH(pool.verify(), "guard bytes after block " + hex(block) + " overwritten");
+}
+
+TEST_F(FixedPoolDebugDeathTest, WriteAfterFreeIsFoundByVerifyAndOnReuse) {
+  FixedPool pool(16, 4, 16, Growth::fixed, DebugChecks::on);
+  auto* block = static_cast<char*>(pool.allocate());
+  pool.deallocate(block);
+  block[8] = 1;
+  EXPECT_DEATH(pool.verify(), "block " + hex(block) + " written after it was freed");
+  EXPECT_DEATH((void)pool.allocate(), "block " + hex(block) + " written after it was freed");
+}
+
+}  // namespace

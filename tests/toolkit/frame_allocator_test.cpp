@@ -1,0 +1,95 @@
+#include <poolalloc/frame_allocator.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+using poolalloc::DoubleBufferedFrameAllocator;
+using poolalloc::FrameAllocator;
+
+bool aligned(const void* p, std::size_t alignment) {
+  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
+}
+
+TEST(FrameAllocator, HandsOutAlignedConsecutiveMemory) {
+  FrameAllocator frame(1024);
+  auto* a = static_cast<char*>(frame.allocate(3, 1));
+  auto* b = static_cast<char*>(frame.allocate(8, 8));
+  auto* c = static_cast<char*>(frame.allocate(1, 64));
+  ASSERT_TRUE(a && b && c);
+  EXPECT_TRUE(aligned(b, 8));
+  EXPECT_TRUE(aligned(c, 64));
+  EXPECT_GE(b, a + 3);
+  EXPECT_GE(c, b + 8);
+  EXPECT_LT(b, a + 3 + 8);
+  EXPECT_EQ(frame.used(), static_cast<std::size_t>(c + 1 - a));
+  EXPECT_EQ(frame.capacity(), 1024u);
+}
+
+TEST(FrameAllocator, DefaultsToMaxAlignment) {
+  FrameAllocator frame(256);
+  (void)frame.allocate(1, 1);
+  EXPECT_TRUE(aligned(frame.allocate(1), alignof(std::max_align_t)));
+}
+
+TEST(FrameAllocator, ReturnsNullptrWhenFullAndFitsExactly) {
+  FrameAllocator frame(64);
+  ASSERT_NE(frame.allocate(60, 1), nullptr);
+  EXPECT_EQ(frame.allocate(5, 1), nullptr);
+  EXPECT_NE(frame.allocate(4, 1), nullptr);
+  EXPECT_EQ(frame.allocate(1, 1), nullptr);
+  EXPECT_EQ(frame.used(), 64u);
+}
+
+TEST(FrameAllocator, RejectsHugeSizesAndAlignmentsWithoutOverflow) {
+  FrameAllocator frame(64);
+  (void)frame.allocate(1, 1);
+  EXPECT_EQ(frame.allocate(SIZE_MAX, 1), nullptr);
+  EXPECT_EQ(frame.allocate(SIZE_MAX - 8, 16), nullptr);
+  EXPECT_EQ(frame.allocate(1, std::size_t{1} << 63), nullptr);
+  EXPECT_EQ(frame.allocate(8, 0), nullptr);
+  EXPECT_EQ(frame.allocate(8, 24), nullptr);
+  EXPECT_EQ(frame.used(), 1u);
+}
+
+TEST(FrameAllocator, ZeroCapacityAndZeroSizes) {
+  FrameAllocator empty(0);
+  EXPECT_NE(empty.allocate(0, 1), nullptr);
+  EXPECT_EQ(empty.allocate(1, 1), nullptr);
+  FrameAllocator frame(16);
+  EXPECT_NE(frame.allocate(0), nullptr);
+  EXPECT_EQ(frame.used(), 0u);
+}
+
+TEST(FrameAllocator, ResetGivesEverythingBackAndKeepsThePeak) {
+  FrameAllocator frame(256);
+  void* first = frame.allocate(100, 1);
+  (void)frame.allocate(50, 1);
+  frame.reset();
+  EXPECT_EQ(frame.used(), 0u);
+  EXPECT_EQ(frame.allocate(10, 1), first);
+  EXPECT_EQ(frame.peak(), 150u);
+}
+
+TEST(DoubleBufferedFrameAllocator, KeepsThePreviousFrameValidForOneMoreFrame) {
+  DoubleBufferedFrameAllocator frames(64);
+  auto* previous = static_cast<unsigned char*>(frames.allocate(64, 1));
+  std::memset(previous, 0xAB, 64);
+  frames.swap_buffers();
+  auto* current = static_cast<unsigned char*>(frames.allocate(64, 1));
+  ASSERT_NE(current, nullptr);
+  std::memset(current, 0xCD, 64);
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(previous[i], 0xAB);
+  EXPECT_EQ(frames.allocate(1, 1), nullptr);  // each frame has its own 64 bytes
+  frames.swap_buffers();
+  EXPECT_EQ(frames.used(), 0u);
+  EXPECT_EQ(frames.allocate(64, 1), previous);  // the frame before last is reused
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(current[i], 0xCD);
+  EXPECT_EQ(frames.capacity(), 64u);
+  EXPECT_EQ(frames.peak(), 64u);
+}
+
+}  // namespace

@@ -1,0 +1,186 @@
+#include <poolalloc/pmr.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory_resource>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+using poolalloc::FrameAllocator;
+using poolalloc::FrameResource;
+using poolalloc::PoolResource;
+using poolalloc::StackAllocator;
+using poolalloc::StackResource;
+using poolalloc::StlAllocator;
+
+// Counts what reaches the upstream resource.
+class CountingResource final : public std::pmr::memory_resource {
+ public:
+  int allocations = 0;
+  int deallocations = 0;
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    ++allocations;
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    ++deallocations;
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const memory_resource& other) const noexcept override { return this == &other; }
+};
+
+bool aligned(const void* p, std::size_t alignment) {
+  return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
+}
+
+TEST(PoolResource, ServesSmallRequestsFromPoolsAndLargeOnesUpstream) {
+  CountingResource upstream;
+  PoolResource pool(256, 16, &upstream);
+  void* small = pool.allocate(24, 8);
+  void* medium = pool.allocate(256, 16);
+  EXPECT_EQ(upstream.allocations, 0);
+  void* large = pool.allocate(257, 8);
+  EXPECT_EQ(upstream.allocations, 1);
+  EXPECT_EQ(pool.used(), 24u + 256u + 257u);
+  pool.deallocate(large, 257, 8);
+  EXPECT_EQ(upstream.deallocations, 1);
+  pool.deallocate(medium, 256, 16);
+  pool.deallocate(small, 24, 8);
+  EXPECT_EQ(pool.used(), 0u);
+  EXPECT_EQ(pool.upstream(), &upstream);
+}
+
+TEST(PoolResource, ReusesBlocksOfTheSameSize) {
+  PoolResource pool;
+  void* a = pool.allocate(40);
+  pool.deallocate(a, 40);
+  EXPECT_EQ(pool.allocate(33), a);  // 33 and 40 bytes share the 64-byte pool
+}
+
+TEST(PoolResource, HonoursAlignmentAndSendsOverAlignedRequestsUpstream) {
+  CountingResource upstream;
+  PoolResource pool(128, 8, &upstream);
+  void* p = pool.allocate(8, 64);
+  EXPECT_TRUE(aligned(p, 64));
+  EXPECT_EQ(upstream.allocations, 0);
+  void* q = pool.allocate(8, 4096);
+  EXPECT_TRUE(aligned(q, 4096));
+  EXPECT_EQ(upstream.allocations, 1);
+  pool.deallocate(q, 8, 4096);
+  pool.deallocate(p, 8, 64);
+  EXPECT_EQ(upstream.deallocations, 1);
+}
+
+TEST(PoolResource, ZeroByteRequestsGetDistinctPointers) {
+  PoolResource pool;
+  void* a = pool.allocate(0, 1);
+  void* b = pool.allocate(0, 1);
+  EXPECT_NE(a, b);
+  pool.deallocate(a, 0, 1);
+  pool.deallocate(b, 0, 1);
+}
+
+TEST(PoolResource, ClampsItsLargestBlock) {
+  EXPECT_EQ(PoolResource(1).largest_block(), PoolResource::kSmallestBlock);
+  EXPECT_EQ(PoolResource(100).largest_block(), 128u);
+  EXPECT_EQ(PoolResource(SIZE_MAX).largest_block(), PoolResource::kLargestBlockLimit);
+}
+
+TEST(PoolResource, BacksPmrContainersThatGrowPastAChunk) {
+  PoolResource pool(256, 4);
+  {
+    std::pmr::vector<int> numbers(&pool);
+    std::pmr::list<std::pmr::string> names(&pool);
+    std::pmr::map<int, int> squares(&pool);
+    for (int i = 0; i < 1000; ++i) {
+      numbers.push_back(i);
+      names.emplace_back("name that does not fit in the small buffer #" + std::to_string(i));
+      squares[i] = i * i;
+    }
+    EXPECT_EQ(numbers[999], 999);
+    EXPECT_EQ(names.back().substr(0, 4), "name");
+    EXPECT_EQ(squares[31], 961);
+  }
+  EXPECT_EQ(pool.used(), 0u);
+}
+
+TEST(PoolResource, EqualsOnlyItself) {
+  PoolResource a;
+  PoolResource b;
+  EXPECT_TRUE(a.is_equal(a));
+  EXPECT_FALSE(a.is_equal(b));
+}
+
+TEST(FrameResource, BacksAPmrVectorAndThrowsWhenTheFrameIsFull) {
+  FrameAllocator frame(1024);
+  FrameResource resource(frame);
+  std::pmr::vector<std::uint64_t> values(&resource);
+  values.reserve(64);
+  for (std::uint64_t i = 0; i < 64; ++i) values.push_back(i);
+  EXPECT_EQ(frame.used(), 512u);
+  EXPECT_THROW(values.reserve(128), std::bad_alloc);
+  EXPECT_EQ(values[63], 63u);
+  EXPECT_EQ(&resource.arena(), &frame);
+}
+
+TEST(StackResource, AllocatesFromTheStackUntilFreedToAMarker) {
+  StackAllocator stack(4096);
+  StackResource resource(stack);
+  const auto marker = stack.marker();
+  {
+    std::pmr::vector<int> values({1, 2, 3}, &resource);
+    EXPECT_GT(stack.used(), 0u);
+  }
+  stack.free_to_marker(marker);
+  EXPECT_EQ(stack.used(), 0u);
+  EXPECT_FALSE(resource.is_equal(StackResource(stack)));
+}
+
+TEST(StlAllocator, PutsAStdVectorInAFrame) {
+  FrameAllocator frame(4096);
+  std::vector<int, StlAllocator<int, FrameAllocator>> values{
+      StlAllocator<int, FrameAllocator>(frame)};
+  values.reserve(100);
+  for (int i = 0; i < 100; ++i) values.push_back(i);
+  EXPECT_EQ(frame.used(), 400u);
+  EXPECT_EQ(values[42], 42);
+}
+
+TEST(StlAllocator, RebindsForNodeContainersAndGivesMemoryBack) {
+  PoolResource pool;
+  using Allocator = StlAllocator<int, PoolResource>;
+  {
+    std::list<int, Allocator> values{Allocator(pool)};
+    for (int i = 0; i < 100; ++i) values.push_back(i);
+    EXPECT_GE(pool.used(), 100 * sizeof(int));
+  }
+  EXPECT_EQ(pool.used(), 0u);
+}
+
+TEST(StlAllocator, ComparesByArena) {
+  FrameAllocator a(64);
+  FrameAllocator b(64);
+  const StlAllocator<int, FrameAllocator> on_a(a);
+  const StlAllocator<double, FrameAllocator> also_on_a(on_a);
+  EXPECT_TRUE(on_a == also_on_a);
+  EXPECT_TRUE(on_a != (StlAllocator<int, FrameAllocator>(b)));
+  EXPECT_EQ(&also_on_a.arena(), &a);
+}
+
+TEST(StlAllocator, RejectsCountsWhoseSizeOverflows) {
+  FrameAllocator frame(64);
+  StlAllocator<std::uint64_t, FrameAllocator> allocator(frame);
+  EXPECT_THROW((void)allocator.allocate(SIZE_MAX / 4), std::bad_array_new_length);
+  EXPECT_THROW((void)allocator.allocate(9), std::bad_alloc);
+  EXPECT_NE(allocator.allocate(8), nullptr);
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+#include <poolalloc/stack_allocator.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace {
+
+using poolalloc::StackAllocator;
+using poolalloc::StackScope;
+
+TEST(StackAllocator, FreeToMarkerGivesBackEverythingAllocatedSince) {
+  StackAllocator stack(1024);
+  (void)stack.allocate(10, 1);
+  const auto marker = stack.marker();
+  void* a = stack.allocate(100, 1);
+  (void)stack.allocate(200, 1);
+  EXPECT_EQ(stack.used(), 310u);
+  stack.free_to_marker(marker);
+  EXPECT_EQ(stack.used(), 10u);
+  EXPECT_EQ(stack.allocate(100, 1), a);
+  EXPECT_EQ(stack.peak(), 310u);
+  EXPECT_EQ(stack.capacity(), 1024u);
+}
+
+TEST(StackAllocator, NestedMarkersUnwindInLifoOrder) {
+  StackAllocator stack(1024);
+  const auto outer = stack.marker();
+  (void)stack.allocate(64);
+  const auto inner = stack.marker();
+  (void)stack.allocate(64);
+  EXPECT_FALSE(inner == outer);
+  stack.free_to_marker(inner);
+  EXPECT_EQ(stack.used(), 64u);
+  EXPECT_TRUE(stack.marker() == inner);
+  stack.free_to_marker(outer);
+  EXPECT_EQ(stack.used(), 0u);
+  stack.free_to_marker(outer);  // freeing to the top again is harmless
+  EXPECT_EQ(stack.used(), 0u);
+}
+
+TEST(StackAllocator, ReturnsNullptrWhenFullOrAskedForTheImpossible) {
+  StackAllocator stack(128);
+  EXPECT_NE(stack.allocate(128, 1), nullptr);
+  EXPECT_EQ(stack.allocate(1, 1), nullptr);
+  EXPECT_EQ(stack.allocate(SIZE_MAX, 1), nullptr);
+  EXPECT_EQ(stack.allocate(1, std::size_t{1} << 63), nullptr);
+  EXPECT_EQ(stack.allocate(1, 12), nullptr);
+  EXPECT_EQ(stack.used(), 128u);
+}
+
+TEST(StackAllocator, AScopeFreesToItsMarker) {
+  StackAllocator stack(1024);
+  (void)stack.allocate(16);
+  {
+    StackScope scope(stack);
+    (void)stack.allocate(100);
+    {
+      StackScope inner(stack);
+      (void)stack.allocate(300);
+    }
+    EXPECT_EQ(stack.used(), 116u);
+  }
+  EXPECT_EQ(stack.used(), 16u);
+}
+
+using StackAllocatorDeathTest = ::testing::Test;
+
+TEST_F(StackAllocatorDeathTest, AMarkerAboveTheTopIsRejected) {
+  StackAllocator stack(1024);
+  const auto bottom = stack.marker();
+  (void)stack.allocate(64, 1);
+  const auto stale = stack.marker();
+  stack.free_to_marker(bottom);
+  EXPECT_DEATH(
+      stack.free_to_marker(stale),
+      "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(0 of 1024 B used\\): free_to_marker\\(64\\) "
+      "is above the top; that memory was already given back");
+}
+
+}  // namespace

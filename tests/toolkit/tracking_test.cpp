@@ -1,0 +1,95 @@
+#include <poolalloc/tracking.hpp>
+
+#include <poolalloc/frame_allocator.hpp>
+#include <poolalloc/pmr.hpp>
+#include <poolalloc/stack_allocator.hpp>
+
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+namespace {
+
+using poolalloc::FixedPool;
+using poolalloc::FrameAllocator;
+using poolalloc::Pool;
+using poolalloc::PoolResource;
+using poolalloc::StackAllocator;
+using poolalloc::StlAllocator;
+using poolalloc::Tracked;
+
+TEST(Tracked, ReportsThePeakOfEachFrame) {
+  FrameAllocator frame(1024);
+  Tracked tracked(frame, 1024);
+  (void)tracked.allocate(100, 1);
+  (void)tracked.allocate(200, 1);
+  EXPECT_EQ(tracked.end_frame(), 300u);
+  frame.reset();
+  (void)tracked.allocate(50, 1);
+  EXPECT_EQ(tracked.end_frame(), 50u);
+  frame.reset();
+  EXPECT_EQ(tracked.end_frame(), 0u);
+  EXPECT_EQ(tracked.peak(), 300u);
+}
+
+TEST(Tracked, CallsBackEachTimeUsageRisesAboveTheBudget) {
+  FrameAllocator frame(1024);
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  Tracked tracked(frame, 100,
+                  [&](std::size_t used, std::size_t budget) { calls.emplace_back(used, budget); });
+  (void)tracked.allocate(100, 1);
+  EXPECT_TRUE(calls.empty());  // at the budget is not over it
+  (void)tracked.allocate(10, 1);
+  (void)tracked.allocate(10, 1);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], std::make_pair(std::size_t{110}, std::size_t{100}));
+  frame.reset();
+  (void)tracked.end_frame();
+  (void)tracked.allocate(101, 1);
+  EXPECT_EQ(calls.size(), 2u);
+  EXPECT_EQ(tracked.budget(), 100u);
+}
+
+TEST(Tracked, CountsBytesOfPoolsAndTheirFrees) {
+  FixedPool blocks(64, 8);
+  Tracked tracked_blocks(blocks, 1024);
+  void* a = tracked_blocks.allocate();
+  (void)tracked_blocks.allocate();
+  EXPECT_EQ(tracked_blocks.used(), 128u);
+  tracked_blocks.deallocate(a);
+  EXPECT_EQ(tracked_blocks.used(), 64u);
+  EXPECT_EQ(tracked_blocks.peak(), 128u);
+
+  struct Particle {
+    float position[3];
+  };
+  Pool<Particle> particles(4);
+  Tracked tracked_particles(particles, sizeof(Particle));
+  Particle* p = tracked_particles.spawn();
+  EXPECT_EQ(tracked_particles.used(), sizeof(Particle));
+  particles.despawn(p);
+  EXPECT_EQ(tracked_particles.used(), 0u);
+  EXPECT_EQ(tracked_particles.peak(), sizeof(Particle));
+}
+
+TEST(Tracked, WrapsStacksAndResourcesAndServesContainers) {
+  StackAllocator stack(256);
+  Tracked tracked_stack(stack, 256);
+  (void)tracked_stack.allocate(32);
+  EXPECT_EQ(tracked_stack.peak(), 32u);
+  EXPECT_EQ(&tracked_stack.arena(), &stack);
+
+  PoolResource resource;
+  Tracked tracked(resource, 1 << 20);
+  {
+    std::vector<int, StlAllocator<int, Tracked<PoolResource>>> values{
+        StlAllocator<int, Tracked<PoolResource>>(tracked)};
+    for (int i = 0; i < 10; ++i) values.push_back(i);
+    EXPECT_EQ(tracked.used(), resource.used());
+  }
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_GE(tracked.peak(), 10 * sizeof(int));
+}
+
+}  // namespace
