@@ -4,12 +4,21 @@
 #include <cstdint>
 #include <cstring>
 
+#include "bootstrap.hpp"
 #include "central_lists.hpp"
 
 namespace poolalloc::internal {
 
+void* allocate_unpooled(std::size_t size) {
+  if (size <= kLargestClassSize && g_pooled_limit == 0 && ensure_initialised() &&
+      size <= g_pooled_limit) {
+    if (void* block = pool_allocate(class_of(size))) return block;
+  }
+  return system_malloc(size);
+}
+
 void* allocate_zeroed(std::size_t size) {
-  if (size > g_options.max_pooled) return system_calloc(1, size);
+  if (size > g_pooled_limit) return system_calloc(1, size);
   void* block = allocate(size);
   if (block != nullptr) std::memset(block, 0, size);
   return block;
@@ -34,7 +43,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size) {
   // the alignment are all aligned; every power of two up to 32 KiB is such a class.
   const std::size_t padded =
       (size < alignment ? alignment : size + alignment - 1) & ~(alignment - 1);
-  if (padded <= g_options.max_pooled && padded >= size) {
+  if (padded <= g_pooled_limit && padded >= size) {
     unsigned cls = class_of(padded);
     if (class_size(cls) % alignment != 0) cls = class_of(std::bit_ceil(padded));
     if (void* block = pool_allocate(cls)) return block;

@@ -11,12 +11,15 @@
 
 namespace poolalloc::internal {
 
+// A request the pools do not serve: the first small one initialises the allocator.
+void* allocate_unpooled(std::size_t size);
+
 inline void* allocate(std::size_t size) {
-  if (size <= g_options.max_pooled) [[likely]] {
+  if (size <= g_pooled_limit) [[likely]] {
     if (void* block = pool_allocate(class_of(size))) [[likely]]
       return block;
   }
-  return system_malloc(size);
+  return allocate_unpooled(size);
 }
 
 inline void deallocate(void* p) {

@@ -52,12 +52,15 @@ void child_after_fork() {
 // Before the C runtime ran, `environ` may not be set: the options are then read from the
 // library's constructor instead (the region size, needed at once, keeps its default).
 __attribute__((constructor)) void on_load() {
-  ensure_initialised();
-  if (!g_options_read) g_options_read = read_options();
+  const bool ready = ensure_initialised();
+  if (!g_options_read) {
+    g_options_read = read_options();
+    if (ready) g_pooled_limit = g_options.max_pooled;
+  }
 }
 
 __attribute__((destructor)) void on_exit() {
-  if (g_options.stats_at_exit) print_stats(STDERR_FILENO);
+  if (g_options.stats_fd >= 0) print_stats(g_options.stats_fd);
 }
 
 }  // namespace
@@ -71,8 +74,9 @@ bool ensure_initialised() {
     // Nothing here allocates, so no call can come back into malloc while we initialise.
     g_options_read = read_options();
     const bool ready = reserve_region(g_options.region_size);
-    if (!ready) g_options.max_pooled = 0;  // every request goes to the system allocator
     init_thread_caches();
+    // Unavailable pools leave the limit at 0: every request goes to the system allocator.
+    if (ready) g_pooled_limit = g_options.max_pooled;
     g_state.store(ready ? kReady : kUnavailable, std::memory_order_release);
     pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
     return ready;

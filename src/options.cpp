@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -97,7 +98,10 @@ bool read_options() {
             "a size from 8M to 64T, such as 16G", g_options.region_size);
   read_size("POOLALLOC_QUARANTINE", 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);
-  read_flag("POOLALLOC_STATS", "0", "1", g_options.stats_at_exit);
+  bool stats = false;
+  read_flag("POOLALLOC_STATS", "0", "1", stats);
+  if (stats && g_options.stats_fd < 0)
+    g_options.stats_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
   read_flag("POOLALLOC_LEAKS", "0", "1", g_options.leak_report);
   bool report_only = !g_options.abort_on_error;
   read_flag("POOLALLOC_ON_ERROR", "abort", "report", report_only);

@@ -9,7 +9,9 @@ namespace poolalloc::internal {
 struct Options {
   std::size_t max_pooled = 32 * 1024;               // POOLALLOC_MAX_POOLED
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
-  bool stats_at_exit = false;                       // POOLALLOC_STATS
+  // POOLALLOC_STATS=1: a copy of the stderr the program started with, where the table goes at
+  // exit (programs such as coreutils close stderr itself before exiting); -1 otherwise.
+  int stats_fd = -1;
   // Read by the debug build only:
   bool abort_on_error = true;               // POOLALLOC_ON_ERROR=abort|report
   bool leak_report = false;                 // POOLALLOC_LEAKS
@@ -17,6 +19,11 @@ struct Options {
 };
 
 inline constinit Options g_options;
+
+// The largest request the pools serve: options.max_pooled once the allocator is initialised,
+// and 0 before, so that the first small request takes the path that initialises it and is then
+// served as the options say.
+inline constinit std::size_t g_pooled_limit = 0;
 
 // Reads the environment into g_options; false while the C runtime has not set up `environ`
 // yet (called again later then). Ignores the environment in set-user-ID programs.
