@@ -7,7 +7,7 @@
 #   pymalloc: Python's default, where pymalloc serves objects of 512 bytes and less from its
 #             own arenas and only the rest reaches malloc.
 set -euo pipefail
-# shellcheck source=lib.sh source-path=SCRIPTDIR
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 workload=${1:?usage: python.sh objects|threads malloc|pymalloc}
@@ -27,7 +27,6 @@ case $allocator in
   *) pa_die "unknown allocator: $allocator" ;;
 esac
 
-# shellcheck disable=SC2317 # run by pa_compare
 run_python() {
   env -u PYTHONPATH -u PYTHONHOME -u PYTHONSTARTUP -u PYTHONUSERBASE PYTHONHASHSEED=0 \
     PYTHONDONTWRITEBYTECODE=1 PYTHONMALLOC="$pythonmalloc" "$python" -s "$pa_data/$workload.py" "$size"

@@ -3,12 +3,11 @@
 # indexes, aggregates, a join, a window function, updates, deletes, integrity_check, VACUUM
 # (data/sqlite.sql). Then a statement that fails, to compare the error path too.
 set -euo pipefail
-# shellcheck source=lib.sh source-path=SCRIPTDIR
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 pa_require sqlite3
 pa_setup
 
-# shellcheck disable=SC2317 # run by pa_compare
 workload() {
   sqlite3 test.db <"$pa_data/sqlite.sql"
   # The error path: a parse error must give the same message and status 1.
