@@ -104,7 +104,7 @@ pa_compare() {
   shift 2
   local work=$POOLALLOC_SCRATCH/work out=$POOLALLOC_SCRATCH/$name
   local variant start rc elapsed timings=""
-  local -A status
+  local -A rcs
   for variant in system poolalloc stats; do
     rm -rf "$work"
     mkdir -p "$work"
@@ -119,7 +119,7 @@ pa_compare() {
     ) >"$out.$variant.out" 2>"$out.$variant.err" </dev/null
     rc=$?
     set -e
-    status[$variant]=$rc
+    rcs[$variant]=$rc
     printf '%s\n' "$rc" >"$out.$variant.status"
     elapsed=$((${EPOCHREALTIME/[.,]/} - start))
     timings+=$(printf ' %s %d.%ds' "$variant" $((elapsed / 1000000)) $((elapsed / 100000 % 10)))
@@ -130,12 +130,12 @@ pa_compare() {
   pa_log "$name:$timings"
 
   local failures_before=$pa_failures
-  if [[ ${status[system]} != "$expect_status" ]]; then
-    pa_fail "$name: the system-allocator run itself exited with ${status[system]}, not $expect_status:"
+  if [[ ${rcs[system]} != "$expect_status" ]]; then
+    pa_fail "$name: the system-allocator run itself exited with ${rcs[system]}, not $expect_status:"
     tail -n 20 "$out.system.err"
   fi
-  if [[ ${status[poolalloc]} != "${status[system]}" ]]; then
-    pa_fail "$name: exit status ${status[poolalloc]} under poolalloc, ${status[system]} on the system allocator"
+  if [[ ${rcs[poolalloc]} != "${rcs[system]}" ]]; then
+    pa_fail "$name: exit status ${rcs[poolalloc]} under poolalloc, ${rcs[system]} on the system allocator"
     tail -n 20 "$out.poolalloc.err"
   fi
   if ! cmp -s "$out.system.out" "$out.poolalloc.out"; then
@@ -146,8 +146,8 @@ pa_compare() {
     pa_fail "$name: stderr differs under poolalloc (without POOLALLOC_STATS it must print nothing)"
     pa_show_diff stderr "$out.system.err" "$out.poolalloc.err"
   fi
-  if [[ ${status[stats]} != "${status[system]}" ]]; then
-    pa_fail "$name: exit status ${status[stats]} with POOLALLOC_STATS=1, ${status[system]} on the system allocator"
+  if [[ ${rcs[stats]} != "${rcs[system]}" ]]; then
+    pa_fail "$name: exit status ${rcs[stats]} with POOLALLOC_STATS=1, ${rcs[system]} on the system allocator"
     tail -n 20 "$out.stats.err"
   fi
   if ! cmp -s "$out.system.out" "$out.stats.out"; then
@@ -164,6 +164,8 @@ pa_compare() {
     else
       pa_fail "$name: no 'pooled requests: N' line with POOLALLOC_STATS=1 in ${source##*/}; its tail:"
       tail -n 20 "$source"
+      pa_log "(Some programs, xz and coreutils among them, close stderr before they exit: the" \
+        "statistics must go to a copy of fd 2 taken at start-up.)"
     fi
   elif ((pooled < min_pooled)); then
     pa_fail "$name: pooled requests: $pooled, expected at least $min_pooled (did the pools serve it?)"
