@@ -11,7 +11,8 @@
 #
 # Environment (CMake sets the first two):
 #   POOLALLOC_LIB      the library to preload (an absolute path)
-#   POOLALLOC_SCRATCH  a scratch directory of this test's own; emptied at the start
+#   POOLALLOC_SCRATCH  a scratch directory of this test's own; emptied at the start (only if
+#                      it is empty or was made by these tests)
 #   POOLALLOC_REQUIRE_STATS=0  accept a library that prints no statistics: only for
 #                      developing the harness with a stand-in allocator (e.g. jemalloc)
 
@@ -50,8 +51,15 @@ pa_setup() {
     pa_die "LD_PRELOAD cannot hold a path with spaces or colons: $POOLALLOC_LIB"
   [[ -f "$POOLALLOC_LIB" ]] || pa_die "no library at POOLALLOC_LIB=$POOLALLOC_LIB (not built?)"
   [[ "$POOLALLOC_SCRATCH" == /* ]] || pa_die "POOLALLOC_SCRATCH must be an absolute path"
+  # Emptied only if it is one of ours (it holds the marker) or already empty: a mistyped
+  # POOLALLOC_SCRATCH must not cost anyone a directory.
+  local marker=$POOLALLOC_SCRATCH/.poolalloc-scratch
+  if [[ -d "$POOLALLOC_SCRATCH" && ! -f "$marker" && -n "$(ls -A "$POOLALLOC_SCRATCH")" ]]; then
+    pa_die "POOLALLOC_SCRATCH=$POOLALLOC_SCRATCH is not empty and not a scratch directory of these tests"
+  fi
   rm -rf "$POOLALLOC_SCRATCH"
   mkdir -p "$POOLALLOC_SCRATCH"
+  : >"$marker"
   # The baseline must really be the system allocator, and stderr must carry no statistics.
   unset LD_PRELOAD POOLALLOC_STATS
   # The preloaded library itself must load: a clear message here beats three odd diffs.
