@@ -19,6 +19,7 @@ workload() {
   cd repo
   git config gc.auto 0
   git config core.autocrlf false
+  commit_at() { GIT_AUTHOR_DATE=$1 GIT_COMMITTER_DATE=$1 git commit -q -m "$2"; }
 
   # 3,000 files in 50 directories, 20 to 80 lines each.
   awk 'BEGIN {
@@ -30,26 +31,24 @@ workload() {
     }
   }'
   git add -A
-  GIT_AUTHOR_DATE="2024-01-01T00:00:00Z" GIT_COMMITTER_DATE="2024-01-01T00:00:00Z" \
-    git commit -q -m "Add 3000 generated files"
+  commit_at 2024-01-01T00:00:00Z "Add 3000 generated files"
 
   # Modify every third file, rename 100, delete 100.
   awk 'BEGIN { for (i = 0; i < 3000; i += 3) { f = "src/d" (i % 50) "/file" i ".txt"; print "appended line" >> f; close(f) } }'
   for ((i = 1; i < 1000; i += 10)); do git mv "src/d$((i % 50))/file$i.txt" "src/d$((i % 50))/renamed$i.txt"; done
   for ((i = 2; i < 1000; i += 10)); do rm "src/d$((i % 50))/file$i.txt"; done
   git add -A
-  GIT_AUTHOR_DATE="2024-01-02T00:00:00Z" GIT_COMMITTER_DATE="2024-01-02T00:00:00Z" \
-    git commit -q -m "Modify, rename and delete"
+  commit_at 2024-01-02T00:00:00Z "Modify, rename and delete"
 
   printf 'new file\n' >src/new.txt
   git add src/new.txt
-  GIT_AUTHOR_DATE="2024-01-03T00:00:00Z" GIT_COMMITTER_DATE="2024-01-03T00:00:00Z" \
-    git commit -q -m "One more"
+  commit_at 2024-01-03T00:00:00Z "One more"
 
   git fsck --full --no-progress
   git rev-parse HEAD 'HEAD^{tree}'
   git log --oneline
-  echo "log --stat: $(git log --stat | wc -l) lines, $(git log --stat | sha256sum)"
+  git log --stat >../log.txt
+  echo "log --stat: $(wc -l <../log.txt) lines, $(sha256sum <../log.txt)"
   git diff --stat HEAD~2 HEAD | tail -n 1
   echo "diff -M: $(git diff -M HEAD~2 HEAD~1 | sha256sum)"
   echo "grep: $(git grep -c 'value 42$' | wc -l) files"
