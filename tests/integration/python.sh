@@ -17,7 +17,7 @@ pa_require "$python"
 pa_setup
 
 case $workload in
-  objects) size=300000 ;;
+  objects) size=200000 ;;
   threads) size=50000 ;;
   *) pa_die "unknown workload: $workload" ;;
 esac
