@@ -194,8 +194,8 @@ done
 
 # --- the report ----------------------------------------------------------------------------
 allocator_list=$(IFS=,; echo "${names[*]}")
-"$bin_dir/bench-report" "$raw" "$allocator_list" "$work/tables.md" "$results/time.dat" \
-  "$results/rss.dat"
+"$bin_dir/bench-report" "$raw" "$allocator_list" "$work/tables.md" "$work/time.dat" \
+  "$work/rss.dat"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 cores=$(nproc)
 versions=""
@@ -204,7 +204,7 @@ for package in libc6 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4; do
   versions+="$package $version, "
 done
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=$(git -C "$root" status --porcelain -- src include 2>/dev/null | head -1)
+dirty=$(git -C "$root" status --porcelain -- src include 2>/dev/null | head -1 || true)
 {
   echo "## Allocator comparison ($mode)"
   echo
@@ -222,7 +222,7 @@ dirty=$(git -C "$root" status --porcelain -- src include 2>/dev/null | head -1)
   cat "$work/tables.md"
 } >"$results/results.md"
 if command -v gnuplot >/dev/null; then
-  gnuplot -e "timedat='$results/time.dat'; rssdat='$results/rss.dat'; out='$results/bench.png'; \
+  gnuplot -e "timedat='$work/time.dat'; rssdat='$work/rss.dat'; out='$results/bench.png'; \
     ncols=$((n + 1)); subtitle='$mode, $cpu, $cores cores, $(date -u +%Y-%m-%d)'" \
     "$root/scripts/bench-chart.gnuplot"
 else
