@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Compares poolalloc with glibc, jemalloc, mimalloc and tcmalloc on the workloads of bench/ and
+# on whole programs (python3, sqlite3, g++), every allocator put under the same unmodified
+# binaries with LD_PRELOAD (glibc: nothing preloaded).
+#
+#   scripts/bench.sh [--quick | --smoke] [--rounds N] [--allocators LIST] [--workloads LIST]
+#                    [--threads LIST] [--results DIR] [--no-install]
+#                    [--no-build --poolalloc LIB --bin-dir DIR]
+#
+#   (default)  full sizes, 5 rounds; results in bench/results/ (results.md, bench.png, raw.csv)
+#   --quick    smaller sizes, 3 rounds, under 2 minutes; results in build-suite/results-quick/
+#   --smoke    every workload once, tiny, to check that the suite works (CI, ctest label bench);
+#              never judges speed; skips baselines that are not installed and installs nothing;
+#              results in build-suite/results-smoke/
+#   --allocators "glibc jemalloc mimalloc tcmalloc poolalloc"   (space- or comma-separated)
+#   --workloads  "churn sweep mixed prodcons larson game python sqlite gxx" (or row names such
+#                as sweep-64, larson-t2)
+#   --threads    "1 2 4": thread counts of the scaling workloads, mixed and larson
+#   --no-build   use --poolalloc LIB and the workloads in --bin-dir DIR instead of building
+#
+# Rounds are interleaved: each round runs every workload under every allocator, back to back,
+# starting with a different allocator each round (A B C D E, B C D E A, ...). Each run is timed
+# by bench-runner (clock_gettime around fork/exec/wait; peak RSS from getrusage of the children)
+# and its stdout, a checksum, must match across allocators. Reported: medians over the rounds.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+mode=full
+rounds=""
+allocators="glibc jemalloc mimalloc tcmalloc poolalloc"
+workloads="churn sweep mixed prodcons larson game python sqlite gxx"
+threads="1 2 4"
+results=""
+install=1
+build=1
+poolalloc=""
+bin_dir=""
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+while (($#)); do
+  case $1 in
+    --quick) mode=quick ;;
+    --smoke) mode=smoke ;;
+    --rounds) rounds=$2; shift ;;
+    --allocators) allocators=${2//,/ }; shift ;;
+    --workloads) workloads=${2//,/ }; shift ;;
+    --threads) threads=${2//,/ }; shift ;;
+    --results) results=$2; shift ;;
+    --no-install) install=0 ;;
+    --no-build) build=0 ;;
+    --poolalloc) poolalloc=$2; shift ;;
+    --bin-dir) bin_dir=$2; shift ;;
+    -h | --help) usage ;;
+    *) echo "bench.sh: unknown argument '$1'" >&2; usage ;;
+  esac
+  shift
+done
+
+build_dir="$root/build-suite"
+case $mode in
+  full) : "${rounds:=5}" "${results:=$root/bench/results}" ;;
+  quick) : "${rounds:=3}" "${results:=$build_dir/results-quick}" ;;
+  smoke) rounds=1 install=0 && : "${results:=$build_dir/results-smoke}" ;;
+esac
+
+# --- the allocators ------------------------------------------------------------------------
+if ((install)); then "$root/scripts/install-deps.sh" --bench; fi
+if ((build)); then
+  echo "building poolalloc (Release) and the workloads in $build_dir" >&2
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPOOLALLOC_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$build_dir" --target poolalloc bench_workloads >/dev/null
+  poolalloc=${poolalloc:-$build_dir/src/libpoolalloc.so}
+  bin_dir=${bin_dir:-$build_dir/bench/workloads}
+fi
+if [[ -z $poolalloc || -z $bin_dir ]]; then
+  echo "bench.sh: --no-build needs --poolalloc LIB and --bin-dir DIR" >&2
+  exit 2
+fi
+runner="$bin_dir/bench-runner"
+
+libdir=/usr/lib/x86_64-linux-gnu
+library_of() {
+  case $1 in
+    glibc) echo "" ;;
+    jemalloc) echo "$libdir/libjemalloc.so.2" ;;
+    mimalloc) echo "$libdir/libmimalloc.so.2" ;;
+    tcmalloc) echo "$libdir/libtcmalloc_minimal.so.4" ;;
+    poolalloc) echo "$poolalloc" ;;
+    *) echo "bench.sh: unknown allocator '$1'" >&2; return 1 ;;
+  esac
+}
+names=()
+libs=()
+for allocator in $allocators; do
+  lib=$(library_of "$allocator")
+  if [[ -n $lib && ! -e $lib ]]; then
+    if [[ $mode == smoke ]]; then
+      echo "bench.sh: skipping $allocator: $lib is not installed" >&2
+      continue
+    fi
+    echo "bench.sh: $allocator: $lib is missing (scripts/install-deps.sh --bench)" >&2
+    exit 1
+  fi
+  names+=("$allocator")
+  libs+=("$lib")
+done
+((${#names[@]})) || { echo "bench.sh: no allocator to run" >&2; exit 1; }
+
+# --- the workloads -------------------------------------------------------------------------
+# One row per measured configuration: its name, its group (what --workloads selects) and the
+# runner arguments (optional --env NAME=VALUE, then --, then the command), separated by \x1f.
+work=$(mktemp -d "${TMPDIR:-/tmp}/poolalloc-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+scale=$mode
+US=$'\x1f'
+row_names=()
+row_commands=()
+add_row() {  # add_row GROUP NAME ARG...
+  local group=$1 name=$2 selected=0 w
+  shift 2
+  for w in $workloads; do [[ $w == "$group" || $w == "$name" ]] && selected=1; done
+  ((selected)) || return 0
+  local IFS=$US
+  row_names+=("$name")
+  row_commands+=("$*")
+}
+case $mode in
+  full) py_n=150000 sql_rows=200000 gxx_args=(-O1 -DCOPIES=4) ;;
+  quick) py_n=20000 sql_rows=20000 gxx_args=(-O0 -DCOPIES=1) ;;
+  smoke) py_n=2000 sql_rows=1000 gxx_args=(-O0 -DCOPIES=1) ;;
+esac
+sed "s/ROWS/$sql_rows/" "$root/bench/programs/sqlite.sql" >"$work/sqlite.sql"
+
+add_row churn churn -- "$bin_dir/churn" --scale="$scale"
+for size in 16 64 256 1024 4096 16384; do
+  add_row sweep "sweep-$size" -- "$bin_dir/sweep" --scale="$scale" --size="$size"
+done
+for t in $threads; do
+  add_row mixed "mixed-t$t" -- "$bin_dir/mixed" --scale="$scale" --threads="$t"
+done
+add_row prodcons prodcons -- "$bin_dir/prodcons" --scale="$scale"
+for t in $threads; do
+  add_row larson "larson-t$t" -- "$bin_dir/larson" --scale="$scale" --threads="$t"
+done
+add_row game game -- "$bin_dir/game" --scale="$scale"
+add_row python python --env PYTHONMALLOC=malloc -- /usr/bin/python3 \
+  "$root/bench/programs/objects.py" "$py_n"
+add_row sqlite sqlite -- /usr/bin/sqlite3 :memory: ".read $work/sqlite.sql"
+add_row gxx gxx -- /usr/bin/g++ -std=c++20 "${gxx_args[@]}" -c \
+  "$root/bench/programs/templates.cpp" -o "$work/templates.o"
+((${#row_names[@]})) || { echo "bench.sh: no workload selected by '$workloads'" >&2; exit 1; }
+
+# --- the runs ------------------------------------------------------------------------------
+mkdir -p "$results"
+raw="$results/raw.csv"
+echo "round,workload,allocator,wall_ms,maxrss_kb,exit" >"$raw"
+declare -A reference
+failures=0
+n=${#names[@]}
+total=$((rounds * n * ${#row_names[@]}))
+done_runs=0
+started=$SECONDS
+echo "mode $mode: $rounds round(s) x ${#row_names[@]} workloads x $n allocators ($total runs)" >&2
+for ((round = 1; round <= rounds; ++round)); do
+  for ((r = 0; r < ${#row_names[@]}; ++r)); do
+    row=${row_names[r]}
+    IFS=$US read -ra command <<<"${row_commands[r]}"
+    for ((k = 0; k < n; ++k)); do
+      a=$(((k + round - 1 + r) % n))  # rotate the starting allocator per round (and per row)
+      out="$work/out.txt"
+      read -r ms kb code < <("$runner" --preload "${libs[a]}" --out "$out" "${command[@]}")
+      output=$(grep -v '^$' "$out" || true)
+      if ((code == 0)); then
+        if [[ -z ${reference[$row]+set} ]]; then
+          reference[$row]=$output
+        elif [[ $output != "${reference[$row]}" ]]; then
+          echo "bench.sh: $row under ${names[a]}: output differs from the other allocators':" >&2
+          printf '%s\n' "$output" | head -5 >&2
+          code=99
+        fi
+      fi
+      if ((code != 0)); then
+        echo "bench.sh: $row under ${names[a]} failed (exit $code):" >&2
+        tail -5 "$out" >&2
+        failures=$((failures + 1))
+      fi
+      echo "$round,$row,${names[a]},$ms,$kb,$code" >>"$raw"
+      done_runs=$((done_runs + 1))
+    done
+  done
+  echo "round $round/$rounds done ($done_runs/$total runs, $((SECONDS - started)) s)" >&2
+done
+
+# --- the report ----------------------------------------------------------------------------
+allocator_list=$(IFS=,; echo "${names[*]}")
+"$bin_dir/bench-report" "$raw" "$allocator_list" "$work/tables.md" "$work/time.dat" \
+  "$work/rss.dat"
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cores=$(nproc)
+versions=""
+for package in libc6 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4; do
+  version=$(dpkg-query -W -f='${Version}' "$package" 2>/dev/null || echo "not installed")
+  versions+="$package $version, "
+done
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git -C "$root" status --porcelain -- src include 2>/dev/null | head -1 || true)
+{
+  echo "## Allocator comparison ($mode)"
+  echo
+  echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "- Machine: $cpu, $cores cores ($(uname -sr)); shared, so expect noise"
+  echo "- poolalloc: $commit${dirty:+ (src/ or include/ modified)}; ${versions%, }"
+  echo "- $rounds interleaved round(s), starting allocator rotated per round; medians per cell."
+  echo "  Wall time: clock_gettime around fork/exec/wait. Peak RSS: getrusage(RUSAGE_CHILDREN)"
+  echo "  ru_maxrss (for g++, the largest of the driver, cc1plus and as)."
+  echo "- Ratio columns: allocator / poolalloc (above 1: poolalloc is faster or smaller)."
+  echo "- Scaling rows (mixed-tN, larson-tN) have fixed work per thread: on $cores cores the"
+  echo "  ideal time is flat up to $cores threads and grows linearly beyond."
+  echo "- Workloads: see bench/README.md. Raw runs: raw.csv."
+  echo
+  cat "$work/tables.md"
+} >"$results/results.md"
+if command -v gnuplot >/dev/null; then
+  gnuplot -e "timedat='$work/time.dat'; rssdat='$work/rss.dat'; out='$results/bench.png'; \
+    ncols=$((n + 1)); subtitle='$mode, $cpu, $cores cores, $(date -u +%Y-%m-%d)'" \
+    "$root/scripts/bench-chart.gnuplot"
+else
+  echo "bench.sh: gnuplot not installed, no chart" >&2
+fi
+cat "$results/results.md"
+echo "results in $results" >&2
+if ((failures)); then
+  echo "bench.sh: $failures run(s) failed" >&2
+  exit 1
+fi
