@@ -6,6 +6,7 @@
 
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
+#include "span_carving.hpp"
 
 namespace poolalloc::internal {
 
@@ -59,7 +60,8 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
-  const bool released_pools = trim_central_lists() != 0;
+  empty_central_stacks();
+  const bool released_pools = release_retained_spans() != 0;
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;
 }

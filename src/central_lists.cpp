@@ -17,9 +17,7 @@ struct alignas(64) ClassList {
   Lock lock;
   std::uint32_t stacked_batches = 0;
   BlockChain batches[kMaxStackedBatches];
-  Span* partial = nullptr;  // spans with free and used blocks, doubly linked
-  Span* spare = nullptr;    // one entirely free span, kept so that a class hovering around a
-                            // span boundary does not hand pages to the OS and fault them back
+  Span* partial = nullptr;  // spans with free blocks and used ones, doubly linked
   ClassCounters counters{};
 
   void push_front(Span& span) {
@@ -32,17 +30,12 @@ struct alignas(64) ClassList {
     (span.prev != nullptr ? span.prev->next : partial) = span.next;
     if (span.next != nullptr) span.next->prev = span.prev;
   }
-  // A span to take blocks from: a partial one first, so that free spans stay free.
+  // A span to take blocks from: a partial one, else a newly carved one.
   Span* span_with_free_blocks(unsigned cls) {
     if (partial != nullptr) return partial;
-    Span* span = spare;
-    if (span != nullptr) {
-      spare = nullptr;
-    } else {
-      span = carve_span(cls);
-      if (span == nullptr) return nullptr;
-      ++counters.spans;
-    }
+    Span* span = carve_span(cls);
+    if (span == nullptr) return nullptr;
+    ++counters.spans;
     push_front(*span);
     return span;
   }
@@ -58,7 +51,7 @@ struct alignas(64) ClassList {
     counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
     return chain;
   }
-  // Puts the blocks back into their spans; returns the spans to hand back to the OS, linked
+  // Puts the blocks back into their spans; returns the spans that became empty, linked
   // through Span::next, for the caller to release once the lock is dropped.
   Span* return_to_spans(BlockChain chain) {
     Span* to_release = nullptr;
@@ -70,13 +63,9 @@ struct alignas(64) ClassList {
       span.blocks.deallocate(block);
       if (!span.blocks.empty()) continue;
       unlink(span);
-      if (spare == nullptr) {
-        spare = &span;
-      } else {
-        --counters.spans;
-        span.next = to_release;
-        to_release = &span;
-      }
+      --counters.spans;
+      span.next = to_release;
+      to_release = &span;
     }
     return to_release;
   }
@@ -84,15 +73,12 @@ struct alignas(64) ClassList {
 
 ClassList g_classes[kClassCount];
 
-std::size_t release_all(Span* spans) {
-  std::size_t released = 0;
+void release_all(Span* spans) {
   while (spans != nullptr) {
     Span* next = spans->next;
     release_span(*spans);
-    released += kSpanSize;
     spans = next;
   }
-  return released;
 }
 
 std::uint32_t stack_capacity(unsigned cls) {
@@ -129,8 +115,7 @@ void give_blocks(unsigned cls, BlockChain chain) {
   release_all(to_release);  // outside the class lock: madvise is a system call
 }
 
-std::size_t trim_central_lists() {
-  std::size_t released = 0;
+void empty_central_stacks() {
   for (ClassList& list : g_classes) {
     Span* to_release = nullptr;
     {
@@ -146,16 +131,9 @@ std::size_t trim_central_lists() {
           emptied = next;
         }
       }
-      if (list.spare != nullptr) {
-        --list.counters.spans;
-        list.spare->next = to_release;
-        to_release = list.spare;
-        list.spare = nullptr;
-      }
     }
-    released += release_all(to_release);
+    release_all(to_release);
   }
-  return released;
 }
 
 ClassCounters class_counters(unsigned cls) {

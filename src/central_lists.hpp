@@ -43,13 +43,11 @@ constexpr std::uint32_t batch_size(unsigned cls) {
 BlockChain take_blocks(unsigned cls);
 
 // Takes the blocks back: a chain of at least half a batch onto the stack while it has room,
-// anything else into the blocks' spans. A span that becomes empty is kept for reuse when it is
-// its class's only empty span, and otherwise handed back to the OS.
+// anything else into the blocks' spans. A span that becomes empty goes back to span carving.
 void give_blocks(unsigned cls, BlockChain chain);
 
-// malloc_trim: empties the stacks into the spans and hands every empty span back to the OS;
-// returns how many bytes that released.
-std::size_t trim_central_lists();
+// malloc_trim: empties every stack of batches into the spans.
+void empty_central_stacks();
 
 struct ClassCounters {
   std::uint64_t blocks_out;  // blocks taken from spans and not given back

@@ -19,7 +19,13 @@ Lock g_carving_lock;
 std::size_t g_span_count = 0;      // spans in the region
 std::size_t g_fresh_span = 0;      // spans [0, g_fresh_span) have been carved at least once
 std::size_t g_committed_span = 0;  // spans [0, g_committed_span) are read-write
-Span* g_unused = nullptr;          // released spans, ready to be carved again
+Span* g_unused = nullptr;          // spans handed back to the OS, ready to be carved again
+// Empty spans kept with their pages, up to kRetainedSpans over all classes: a program that
+// frees a few MiB and allocates them again (every frame, every request) then neither gives
+// pages to the OS nor faults them back each time. Past that, RSS follows the live set.
+constexpr std::size_t kRetainedSpans = (std::size_t{8} << 20) >> kSpanShift;
+Span* g_retained = nullptr;
+std::size_t g_retained_count = 0;
 std::atomic<std::size_t> g_carved_spans{0};
 
 void* map(std::size_t bytes, int protection) {
@@ -67,7 +73,11 @@ Span* carve_span(unsigned cls) {
   Span* span = nullptr;
   {
     LockGuard guard(g_carving_lock);
-    if (g_unused != nullptr) {
+    if (g_retained != nullptr) {
+      span = g_retained;
+      g_retained = span->next;
+      --g_retained_count;
+    } else if (g_unused != nullptr) {
       span = g_unused;
       g_unused = span->next;
     } else {
@@ -89,13 +99,46 @@ Span* carve_span(unsigned cls) {
   return span;
 }
 
-void release_span(Span& span) {
-  g_region.span_class_plus_one[span_index_of(span)] = 0;
+namespace {
+
+void hand_back_to_os(Span& span) {
   madvise(span_start(span), kSpanSize, MADV_DONTNEED);
-  g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
   LockGuard guard(g_carving_lock);
   span.next = g_unused;
   g_unused = &span;
+}
+
+}  // namespace
+
+void release_span(Span& span) {
+  g_region.span_class_plus_one[span_index_of(span)] = 0;
+  g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
+  {
+    LockGuard guard(g_carving_lock);
+    if (g_retained_count < kRetainedSpans) {
+      span.next = g_retained;
+      g_retained = &span;
+      ++g_retained_count;
+      return;
+    }
+  }
+  hand_back_to_os(span);  // outside the lock: madvise is a system call
+}
+
+std::size_t release_retained_spans() {
+  Span* retained = nullptr;
+  std::size_t count = 0;
+  {
+    LockGuard guard(g_carving_lock);
+    std::swap(retained, g_retained);
+    std::swap(count, g_retained_count);
+  }
+  while (retained != nullptr) {
+    Span* next = retained->next;
+    hand_back_to_os(*retained);
+    retained = next;
+  }
+  return count << kSpanShift;
 }
 
 std::size_t carved_bytes() {

@@ -1,5 +1,5 @@
 // Span carving: hands out spans of the pool region to size classes and takes back the ones
-// that became empty, returning their pages to the OS.
+// that became empty, keeping a few committed and returning the others' pages to the OS.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +15,12 @@ bool reserve_region(std::size_t bytes);
 // A span set up to serve `cls`, its pages committed; nullptr when the region is exhausted.
 Span* carve_span(unsigned cls);
 
-// Gives the span's pages back to the OS; the span may then be carved for any class.
+// Takes back an empty span, which may then be carved for any class. Its pages go back to the
+// OS unless it is kept among the few retained spans.
 void release_span(Span& span);
+
+// malloc_trim: gives the retained spans' pages back to the OS; returns how many bytes.
+std::size_t release_retained_spans();
 
 // Bytes of spans carved and not released: what the pools hold.
 std::size_t carved_bytes();
