@@ -1,0 +1,195 @@
+// libpoolalloc-debug without a mistake in sight: fill patterns, exact usable sizes; and run as
+// a separate program (debug_helper): POOLALLOC_ON_ERROR=report carries on after a report, and
+// POOLALLOC_LEAKS=1 prints a leak report grouped by call site, largest first.
+#include <malloc.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "malloc_test_util.hpp"
+#include "run_helper.hpp"
+
+namespace {
+
+using debug_test::exited_with;
+using debug_test::run_helper;
+using malloc_test::all_bytes_are;
+using malloc_test::hide;
+using malloc_test::is_aligned;
+using malloc_test::opaque;
+
+constexpr unsigned char kFresh = 0xa5;
+constexpr unsigned char kFreed = 0x5a;
+
+const std::size_t kSizes[] = {0, 1, 15, 16, 24, 100, 1000, 4000, 32 * 1024 - 32, 40000, 300000};
+
+TEST(DebugFill, MallocReturnsBytesOf0xa5) {
+  for (std::size_t size : kSizes) {
+    // Reuse of freed, pattern-filled memory must not show through either.
+    void* old = malloc(opaque(size));
+    if (size != 0) std::memset(old, 0x11, size);
+    free(old);
+    void* p = malloc(opaque(size));
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(all_bytes_are(p, size, kFresh)) << size;
+    free(p);
+  }
+}
+
+TEST(DebugFill, AlignedAllocationsAndNewAreFilledToo) {
+  for (std::size_t alignment : {16u, 64u, 4096u, 65536u}) {
+    void* p = nullptr;
+    ASSERT_EQ(posix_memalign(&p, alignment, opaque<std::size_t>(200)), 0);
+    EXPECT_TRUE(is_aligned(p, alignment));
+    EXPECT_TRUE(all_bytes_are(p, 200, kFresh)) << alignment;
+    free(p);
+  }
+  void* object = ::operator new(opaque<std::size_t>(72));
+  EXPECT_TRUE(all_bytes_are(object, 72, kFresh));
+  ::operator delete (object, std::size_t{72});
+  void* aligned = ::operator new (opaque<std::size_t>(72), std::align_val_t{128});
+  EXPECT_TRUE(is_aligned(aligned, 128));
+  EXPECT_TRUE(all_bytes_are(aligned, 72, kFresh));
+  ::operator delete (aligned, std::align_val_t{128});
+}
+
+TEST(DebugFill, CallocIsZero) {
+  for (std::size_t size : kSizes) {
+    void* old = malloc(opaque(size));
+    free(old);
+    void* p = calloc(1, opaque(size));
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(all_bytes_are(p, size, 0)) << size;
+    free(p);
+  }
+}
+
+TEST(DebugFill, ReallocKeepsTheContentsAndFillsTheGrowth) {
+  auto* p = static_cast<unsigned char*>(malloc(opaque<std::size_t>(10)));
+  std::memset(p, 7, 10);
+  p = static_cast<unsigned char*>(realloc(p, opaque<std::size_t>(5000)));
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(all_bytes_are(p, 10, 7));
+  EXPECT_TRUE(all_bytes_are(p + 10, 5000 - 10, kFresh));
+  EXPECT_EQ(malloc_usable_size(p), 5000u);
+  free(p);
+}
+
+TEST(DebugFill, FreedBlocksAreFilledWith0x5a) {
+  // A freed block waits in the quarantine, its bytes set to 0x5a. (Reading it is the kind of
+  // mistake the fill makes visible; the block is not reused while it waits.)
+  auto* p = static_cast<unsigned char*>(malloc(opaque<std::size_t>(48)));
+  std::memset(p, 0, 48);
+  free(p);
+  EXPECT_TRUE(all_bytes_are(hide(p), 48, kFreed));
+}
+
+TEST(DebugUsableSize, IsExactlyTheRequestedSize) {
+  for (std::size_t size : kSizes) {
+    void* p = malloc(opaque(size));
+    EXPECT_EQ(malloc_usable_size(p), size);
+    free(p);
+    void* q = nullptr;
+    ASSERT_EQ(posix_memalign(&q, 256, opaque(size)), 0);
+    EXPECT_EQ(malloc_usable_size(q), size);
+    free(q);
+  }
+  EXPECT_EQ(malloc_usable_size(nullptr), 0u);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(DebugOnErrorReport, ReportsAndCarriesOn) {
+  const auto result = run_helper("mistakes", {"POOLALLOC_ON_ERROR=report"});
+  EXPECT_TRUE(exited_with(result, 0)) << result.status << "\n" << result.err;
+  EXPECT_EQ(result.out, "still running\n");
+  const auto lines = lines_of(result.err);
+  ASSERT_EQ(lines.size(), 2u) << result.err;
+  EXPECT_TRUE(std::regex_search(
+      lines[0], std::regex("^poolalloc-debug: double free: free of 0x[0-9a-f]+ \\(24 bytes in a "
+                           "[0-9]+-byte block of size class [0-9]+, allocated at "
+                           "debug_site_malloc\\+0x[0-9a-f]+ .* at debug_site_second_free\\+")))
+      << lines[0];
+  EXPECT_TRUE(std::regex_search(
+      lines[1], std::regex("^poolalloc-debug: buffer overflow found when the block was freed: 1 "
+                           "bytes past the end of 0x[0-9a-f]+ \\(24 bytes")))
+      << lines[1];
+}
+
+TEST(DebugOnErrorReport, AbortsByDefault) {
+  const auto result = run_helper("mistakes", {});
+  EXPECT_TRUE(WIFSIGNALED(result.status) && WTERMSIG(result.status) == SIGABRT) << result.status;
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
+  EXPECT_EQ(result.err.rfind("poolalloc-debug: double free: ", 0), 0u) << result.err;
+}
+
+struct LeakLine {
+  std::uint64_t bytes = 0, blocks = 0;
+  std::string site;
+};
+
+TEST(DebugLeakReport, GroupsBySiteLargestFirst) {
+  const auto result = run_helper("leak", {"POOLALLOC_LEAKS=1"});
+  EXPECT_TRUE(exited_with(result, 0)) << result.status << "\n" << result.err;
+  const auto lines = lines_of(result.err);
+  ASSERT_GE(lines.size(), 3u) << result.err;
+  std::smatch header;
+  ASSERT_TRUE(std::regex_match(lines[0], header,
+                               std::regex("poolalloc-debug: leak report: ([0-9]+) bytes in "
+                                          "([0-9]+) blocks from ([0-9]+) call sites")))
+      << lines[0];
+  // Other leaks than the program's may be listed (the C++ runtime keeps an emergency pool for
+  // exceptions for the whole run); the program's two sites must be there with their numbers.
+  std::vector<LeakLine> sites;
+  const std::regex line_format(
+      "poolalloc-debug:   ([0-9]+) bytes in ([0-9]+) blocks allocated at (.*)");
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(lines[i], match, line_format)) << lines[i];
+    sites.push_back({std::stoull(match[1]), std::stoull(match[2]), match[3]});
+  }
+  std::uint64_t bytes = 0, blocks = 0;
+  int small = -1, large = -1;
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    bytes += sites[i].bytes;
+    blocks += sites[i].blocks;
+    if (i > 0) {
+      EXPECT_GE(sites[i - 1].bytes, sites[i].bytes) << "not largest first";
+    }
+    if (sites[i].site.rfind("leak_site_small+0x", 0) == 0) small = int(i);
+    if (sites[i].site.rfind("leak_site_large+0x", 0) == 0) large = int(i);
+  }
+  EXPECT_EQ(std::stoull(header[1]), bytes);
+  EXPECT_EQ(std::stoull(header[2]), blocks);
+  EXPECT_EQ(std::stoull(header[3]), sites.size());
+  ASSERT_GE(small, 0) << result.err;
+  ASSERT_GE(large, 0) << result.err;
+  EXPECT_LT(large, small);
+  EXPECT_EQ(sites[std::size_t(large)].bytes, 5000u);
+  EXPECT_EQ(sites[std::size_t(large)].blocks, 1u);
+  EXPECT_EQ(sites[std::size_t(small)].bytes, 300u);
+  EXPECT_EQ(sites[std::size_t(small)].blocks, 3u);
+  EXPECT_NE(sites[std::size_t(small)].site.find("debug_helper)"), std::string::npos);
+}
+
+TEST(DebugLeakReport, OffByDefault) {
+  const auto result = run_helper("leak", {});
+  EXPECT_TRUE(exited_with(result, 0)) << result.status;
+  EXPECT_EQ(result.err, "");
+}
+
+}  // namespace
