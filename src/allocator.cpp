@@ -19,7 +19,7 @@ void* allocate_unpooled(std::size_t size) {
 }
 
 void* allocate_zeroed(std::size_t size) {
-  if (size > g_pooled_limit) return system_calloc(1, size);
+  if (size > g_pooled_limit) return system_calloc(size);
   void* block = allocate(size);
   if (block != nullptr) std::memset(block, 0, size);
   return block;

@@ -26,22 +26,24 @@ struct alignas(64) SystemCounters {
 };
 inline constinit SystemCounters g_system_counters;
 
-inline void count_system_request(std::size_t size) {
-  g_system_counters.requests.fetch_add(1, std::memory_order_relaxed);
-  g_system_counters.bytes.fetch_add(size, std::memory_order_relaxed);
+// Counts the requests the system allocator served (a failed one is no request served).
+inline void* counted(void* block, std::size_t size) {
+  if (block != nullptr) {
+    g_system_counters.requests.fetch_add(1, std::memory_order_relaxed);
+    g_system_counters.bytes.fetch_add(size, std::memory_order_relaxed);
+  }
+  return block;
 }
 
 inline void* system_malloc(std::size_t size) {
-  count_system_request(size);
-  return __libc_malloc(size);
+  return counted(__libc_malloc(size), size);
 }
-inline void* system_calloc(std::size_t count, std::size_t size) {
-  count_system_request(count * size);
-  return __libc_calloc(count, size);
+// `size` bytes, zeroed; the caller checked for overflow.
+inline void* system_calloc(std::size_t size) {
+  return counted(__libc_calloc(1, size), size);
 }
 inline void* system_memalign(std::size_t alignment, std::size_t size) {
-  count_system_request(size);
-  return __libc_memalign(alignment, size);
+  return counted(__libc_memalign(alignment, size), size);
 }
 inline void* system_realloc(void* p, std::size_t size) {
   return __libc_realloc(p, size);
