@@ -136,6 +136,10 @@ void check_guards(const BlockRecord& record, const char* when) {
   describe(message, record);
   message << " were overwritten";
   report(message);
+  // Still running (POOLALLOC_ON_ERROR=report): mend the guards so that this damage is reported
+  // once, not again by every later check of the same block.
+  std::memset(underlying_block(record), kGuardFill, record.front);
+  std::memset(user_bytes(record) + record.size, kGuardFill, kGuardBytes);
 }
 
 // Checks that a quarantined block still holds kFreedFill everywhere.
