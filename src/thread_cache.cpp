@@ -23,11 +23,6 @@ namespace {
 // destructor again only a few times, then leak it. Its later calls go to the central lists.
 constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
-// A bin holds up to two batches: refills bring one, and a full bin flushes one.
-std::uint32_t bin_limit(unsigned cls) {
-  return 2 * batch_size(cls);
-}
-
 // Thread caches are carved from mappings of their own and recycled when threads exit.
 constexpr std::size_t kCachesPerMapping = 64;
 
@@ -55,7 +50,7 @@ ThreadCache* new_cache() {
   ThreadCache* cache = g_recycled;
   g_recycled = cache->next;
   *cache = ThreadCache{};
-  for (unsigned cls = 0; cls < kClassCount; ++cls) cache->bins[cls].limit = bin_limit(cls);
+  for (unsigned cls = 0; cls < kClassCount; ++cls) cache->bins[cls].limit = batch_size(cls);
   cache->next = g_live;
   if (g_live != nullptr) g_live->prev = cache;
   g_live = cache;
@@ -76,8 +71,10 @@ void retire_cache(ThreadCache* cache) {
 
 void flush_bin(unsigned cls, CacheBin& bin) {
   if (bin.count != 0) give_blocks(cls, BlockChain{bin.head, bin.count});
+  if (bin.spare.count != 0) give_blocks(cls, bin.spare);
   bin.head = nullptr;
   bin.count = 0;
+  bin.spare = BlockChain{};
 }
 
 void on_thread_exit(void* data) {
@@ -119,7 +116,9 @@ void* refill_and_allocate(unsigned cls) {
     return block;
   }
   CacheBin& bin = cache->bins[cls];
-  BlockChain chain = take_blocks(cls);
+  BlockChain chain = bin.spare;
+  bin.spare = BlockChain{};
+  if (chain.count == 0) chain = take_blocks(cls);
   if (chain.count == 0) return nullptr;
   void* block = chain.pop();
   bin.head = chain.head;
@@ -138,14 +137,10 @@ void flush_and_deallocate(unsigned cls, void* block) {
   } else {
     CacheBin& bin = cache->bins[cls];
     if (bin.count == bin.limit) {
-      // Hand back the most recently cached batch; keep the rest.
-      BlockChain half{bin.head, batch_size(cls)};
-      void* last = bin.head;
-      for (std::uint32_t i = 1; i < half.count; ++i) last = *static_cast<void**>(last);
-      bin.head = *static_cast<void**>(last);
-      *static_cast<void**>(last) = nullptr;  // batches are chains of their own
-      bin.count -= half.count;
-      give_blocks(cls, half);
+      if (bin.spare.count != 0) give_blocks(cls, bin.spare);
+      bin.spare = BlockChain{bin.head, bin.count};
+      bin.head = nullptr;
+      bin.count = 0;
     }
     *static_cast<void**>(block) = bin.head;
     bin.head = block;
@@ -164,7 +159,7 @@ ClassUsage class_usage(unsigned cls) {
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     usage.requests += cache->bins[cls].requests;
-    usage.cached += cache->bins[cls].count;
+    usage.cached += cache->bins[cls].count + cache->bins[cls].spare.count;
   }
   return usage;
 }

@@ -1,19 +1,23 @@
 // Thread caches: per thread and size class, a bounded stack of free blocks. The fast path
 // (fast_path.hpp) pops and pushes here without locks or atomics; the functions below are the
-// slow paths that refill a bin from the central lists or flush half of it back.
+// slow paths, which move whole batches between a bin and the central lists in O(1).
 #pragma once
 
 #include <cstdint>
 
+#include "central_lists.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
 
 struct CacheBin {
-  void* head = nullptr;  // free blocks linked through their first word
-  std::uint32_t count = 0;
-  std::uint32_t limit = 0;     // 0 in the empty cache, so that every free there takes the slow path
+  void* head = nullptr;        // free blocks linked through their first word
+  std::uint32_t count = 0;     // blocks in that list
+  std::uint32_t limit = 0;     // a batch; 0 in the empty cache, so that every free there is slow
   std::uint64_t requests = 0;  // allocations served from this bin (statistics)
+  // A full batch parked beside the list: a full list becomes the spare (and the old spare goes
+  // to the central lists), and an empty list takes the spare, so the bin never walks a chain.
+  BlockChain spare;
 };
 
 struct ThreadCache {
