@@ -10,9 +10,11 @@
 
 namespace poolalloc::internal {
 
-void* allocate_unpooled(std::size_t size) {
-  if (size <= kLargestClassSize && g_pooled_limit == 0 && ensure_initialised() &&
-      size <= g_pooled_limit) {
+void* allocate_slow(std::size_t size) {
+  // g_pooled_limit is 0 until the allocator is initialised.
+  const bool pooled = size <= g_pooled_limit || (size <= kLargestClassSize && g_pooled_limit == 0 &&
+                                                 ensure_initialised() && size <= g_pooled_limit);
+  if (pooled) {
     if (void* block = pool_allocate(class_of(size))) return block;
   }
   return system_malloc(size);

@@ -11,15 +11,17 @@
 
 namespace poolalloc::internal {
 
-// A request the pools do not serve: the first small one initialises the allocator.
-void* allocate_unpooled(std::size_t size);
+// Everything but a hit in the thread cache: refilling it, initialising the allocator on the
+// first small request, and forwarding to the system allocator. Out of line, and reached by a
+// tail call, so that the fast path saves no register.
+void* allocate_slow(std::size_t size);
 
 inline void* allocate(std::size_t size) {
   if (size <= g_pooled_limit) [[likely]] {
-    if (void* block = pool_allocate(class_of(size))) [[likely]]
+    if (void* block = pop_cached(class_of(size))) [[likely]]
       return block;
   }
-  return allocate_unpooled(size);
+  return allocate_slow(size);
 }
 
 inline void deallocate(void* p) {

@@ -20,16 +20,22 @@ inline constexpr auto kClassDivider = [] {
   return dividers;
 }();
 
-// A block of class `cls`, or nullptr when the pools cannot serve it.
-inline void* pool_allocate(unsigned cls) {
+// A block of class `cls` from this thread's cache; nullptr when the bin is empty.
+inline void* pop_cached(unsigned cls) {
   CacheBin& bin = t_cache->bins[cls];
   void* block = bin.head;
   if (block != nullptr) [[likely]] {
     bin.head = *static_cast<void**>(block);
     --bin.count;
     ++bin.requests;
-    return block;
   }
+  return block;
+}
+
+// A block of class `cls`, or nullptr when the pools cannot serve it.
+inline void* pool_allocate(unsigned cls) {
+  if (void* block = pop_cached(cls)) [[likely]]
+    return block;
   return refill_and_allocate(cls);
 }
 
