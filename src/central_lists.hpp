@@ -35,7 +35,7 @@ struct BlockChain {
 // about 32 KiB of them, at least 2 and at most 128.
 constexpr std::uint32_t batch_size(unsigned cls) {
   const std::uint32_t blocks = 32 * 1024 / class_size(cls);
-  return blocks < 2 ? 2 : blocks > 128 ? 128 : blocks;
+  return blocks < 2 ? 2 : blocks > 512 ? 512 : blocks;
 }
 
 // About batch_size(cls) blocks of class `cls` (a stacked batch, or blocks carved from spans);

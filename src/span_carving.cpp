@@ -20,10 +20,14 @@ std::size_t g_span_count = 0;      // spans in the region
 std::size_t g_fresh_span = 0;      // spans [0, g_fresh_span) have been carved at least once
 std::size_t g_committed_span = 0;  // spans [0, g_committed_span) are read-write
 Span* g_unused = nullptr;          // spans handed back to the OS, ready to be carved again
-// Empty spans kept with their pages, up to kRetainedSpans over all classes: a program that
-// frees a few MiB and allocates them again (every frame, every request) then neither gives
-// pages to the OS nor faults them back each time. Past that, RSS follows the live set.
-constexpr std::size_t kRetainedSpans = (std::size_t{8} << 20) >> kSpanShift;
+// Empty spans kept with their pages, so that a program that frees memory and allocates it
+// again (every frame, every request) neither gives pages to the OS nor faults them back each
+// time. The budget starts at 8 MiB over all classes and grows by one span each time a span
+// whose pages went back to the OS is carved again (the program came back for memory it had
+// freed), up to 64 MiB; malloc_trim resets it. Past it, RSS follows the live set.
+constexpr std::size_t kMinRetainedSpans = (std::size_t{8} << 20) >> kSpanShift;
+constexpr std::size_t kMaxRetainedSpans = (std::size_t{64} << 20) >> kSpanShift;
+std::size_t g_retained_budget = kMinRetainedSpans;
 Span* g_retained = nullptr;
 std::size_t g_retained_count = 0;
 std::atomic<std::size_t> g_carved_spans{0};
@@ -80,6 +84,7 @@ Span* carve_span(unsigned cls) {
     } else if (g_unused != nullptr) {
       span = g_unused;
       g_unused = span->next;
+      g_retained_budget = std::min(g_retained_budget + 1, kMaxRetainedSpans);
     } else {
       if (g_fresh_span == g_span_count) return nullptr;
       if (g_fresh_span == g_committed_span) {
@@ -115,7 +120,7 @@ void release_span(Span& span) {
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
   {
     LockGuard guard(g_carving_lock);
-    if (g_retained_count < kRetainedSpans) {
+    if (g_retained_count < g_retained_budget) {
       span.next = g_retained;
       g_retained = &span;
       ++g_retained_count;
@@ -132,6 +137,7 @@ std::size_t release_retained_spans() {
     LockGuard guard(g_carving_lock);
     std::swap(retained, g_retained);
     std::swap(count, g_retained_count);
+    g_retained_budget = kMinRetainedSpans;
   }
   while (retained != nullptr) {
     Span* next = retained->next;
