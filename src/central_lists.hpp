@@ -32,7 +32,7 @@ struct BlockChain {
 };
 
 // How many blocks of class `cls` move between a thread cache and the central lists at once:
-// about 32 KiB of them, at least 2 and at most 128.
+// about 32 KiB of them, at least 2 and at most 512.
 constexpr std::uint32_t batch_size(unsigned cls) {
   const std::uint32_t blocks = 32 * 1024 / class_size(cls);
   return blocks < 2 ? 2 : blocks > 512 ? 512 : blocks;
