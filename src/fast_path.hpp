@@ -21,13 +21,14 @@ inline constexpr auto kClassDivider = [] {
 }();
 
 // A block of class `cls` from this thread's cache; nullptr when the bin is empty.
-inline void* pop_cached(unsigned cls) {
+inline void* pop_cached(std::size_t cls) {
   CacheBin& bin = t_cache->bins[cls];
   void* block = bin.head;
   if (block != nullptr) [[likely]] {
-    bin.head = *static_cast<void**>(block);
+    void* next = *static_cast<void**>(block);
     --bin.count;
     ++bin.requests;
+    bin.head = next;
   }
   return block;
 }

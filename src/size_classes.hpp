@@ -22,26 +22,23 @@ constexpr std::uint32_t class_size(unsigned cls) {
 }
 
 // Class of a request of 129 .. kLargestClassSize bytes, in closed form: the position of the
-// highest bit picks the doubling, the next two bits the quarter within it.
+// highest bit picks the doubling, the next two bits the quarter within it. Builds the table.
 constexpr unsigned class_of_medium(std::size_t size) {
   const unsigned doubling = std::bit_width(size - 1) - 1;
   return 8 + (doubling - 7) * 4 + (((size - 1) >> (doubling - 2)) & 3);
 }
 
-inline constexpr std::size_t kSmallLookupLimit = 1024;
-inline constexpr auto kSmallClass = [] {
-  std::array<std::uint8_t, kSmallLookupLimit / 16 + 1> table{};
-  for (std::size_t i = 1; i < table.size(); ++i) {
+// Class of every request size, in 16-byte steps: one byte per step, 2 KiB in all.
+inline constexpr auto kClassOfSize = [] {
+  std::array<std::uint8_t, kLargestClassSize / 16 + 1> table{};
+  for (std::size_t i = 1; i < table.size(); ++i)
     table[i] = static_cast<std::uint8_t>(i <= 8 ? i - 1 : class_of_medium(i * 16));
-  }
   return table;
 }();
 
-// Class of a request of 0 .. kLargestClassSize bytes: one table load for the common sizes.
+// Class of a request of 0 .. kLargestClassSize bytes: one table load.
 inline unsigned class_of(std::size_t size) {
-  if (size <= kSmallLookupLimit) [[likely]]
-    return kSmallClass[(size + 15) >> 4];
-  return class_of_medium(size);
+  return kClassOfSize[(size + 15) >> 4];
 }
 
 }  // namespace poolalloc::internal

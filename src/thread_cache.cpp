@@ -71,10 +71,9 @@ void retire_cache(ThreadCache* cache) {
 
 void flush_bin(unsigned cls, CacheBin& bin) {
   if (bin.count != 0) give_blocks(cls, BlockChain{bin.head, bin.count});
-  if (bin.spare.count != 0) give_blocks(cls, bin.spare);
-  bin.head = nullptr;
+  if (bin.parked != nullptr) give_blocks(cls, BlockChain{bin.parked, bin.limit});
+  bin.head = bin.parked = nullptr;
   bin.count = 0;
-  bin.spare = BlockChain{};
 }
 
 void on_thread_exit(void* data) {
@@ -116,8 +115,8 @@ void* refill_and_allocate(unsigned cls) {
     return block;
   }
   CacheBin& bin = cache->bins[cls];
-  BlockChain chain = bin.spare;
-  bin.spare = BlockChain{};
+  BlockChain chain{bin.parked, bin.parked != nullptr ? bin.limit : 0};
+  bin.parked = nullptr;
   if (chain.count == 0) chain = take_blocks(cls);
   if (chain.count == 0) return nullptr;
   void* block = chain.pop();
@@ -137,8 +136,8 @@ void flush_and_deallocate(unsigned cls, void* block) {
   } else {
     CacheBin& bin = cache->bins[cls];
     if (bin.count == bin.limit) {
-      if (bin.spare.count != 0) give_blocks(cls, bin.spare);
-      bin.spare = BlockChain{bin.head, bin.count};
+      if (bin.parked != nullptr) give_blocks(cls, BlockChain{bin.parked, bin.limit});
+      bin.parked = bin.head;
       bin.head = nullptr;
       bin.count = 0;
     }
@@ -159,7 +158,8 @@ ClassUsage class_usage(unsigned cls) {
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     usage.requests += cache->bins[cls].requests;
-    usage.cached += cache->bins[cls].count + cache->bins[cls].spare.count;
+    const CacheBin& bin = cache->bins[cls];
+    usage.cached += bin.count + (bin.parked != nullptr ? bin.limit : 0);
   }
   return usage;
 }

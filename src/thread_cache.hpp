@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-#include "central_lists.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
@@ -15,10 +14,12 @@ struct CacheBin {
   std::uint32_t count = 0;     // blocks in that list
   std::uint32_t limit = 0;     // a batch; 0 in the empty cache, so that every free there is slow
   std::uint64_t requests = 0;  // allocations served from this bin (statistics)
-  // A full batch parked beside the list: a full list becomes the spare (and the old spare goes
-  // to the central lists), and an empty list takes the spare, so the bin never walks a chain.
-  BlockChain spare;
+  // A full batch (`limit` blocks) parked beside the list, or nullptr: a full list becomes the
+  // parked batch (the one parked before goes to the central lists) and an empty list takes it,
+  // so the bin never walks a chain.
+  void* parked = nullptr;
 };
+static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift");
 
 struct ThreadCache {
   CacheBin bins[kClassCount];
