@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test, as CI does:
 #   1. release build with g++: unit, stress and integration tests (real programs under LD_PRELOAD);
-#   2. clang build: the same code must compile warning-free, and the unit tests pass;
-#   3. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   4. the thread-related tests under ThreadSanitizer;
-#   5. the libFuzzer target of the malloc for POOLALLOC_FUZZ_SECONDS (default 60).
+#   2. clang-format and clang-tidy find nothing (scripts/lint.sh);
+#   3. clang build: the same code must compile warning-free, and the unit tests pass;
+#   4. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   5. the thread-related tests under ThreadSanitizer;
+#   6. the libFuzzer target of the malloc for POOLALLOC_FUZZ_SECONDS (default 60).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -21,6 +22,9 @@ check() { ctest --test-dir "$root/$1" --output-on-failure -j2 "${@:2}"; }
 stage "g++ release build: all tests"
 build build
 check build
+
+stage "clang-format and clang-tidy"
+"$root/scripts/lint.sh" "$root/build"
 
 stage "clang build: unit tests"
 build build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPOOLALLOC_BUILD_BENCH=OFF

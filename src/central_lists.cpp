@@ -10,7 +10,7 @@ namespace poolalloc::internal {
 namespace {
 
 // The stack of batches holds at most this many bytes of blocks per class.
-constexpr std::size_t kStackBytes = 512 * 1024;
+constexpr std::size_t kStackBytes = std::size_t{512} << 10;
 constexpr std::size_t kMaxStackedBatches = 256;
 
 struct alignas(64) ClassList {

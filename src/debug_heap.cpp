@@ -60,7 +60,7 @@ class Quarantine {
   }
 
  private:
-  static constexpr std::size_t kCapacity = 64 * 1024;
+  static constexpr std::size_t kCapacity = std::size_t{64} << 10;
   bool map_ring() {
     void* memory = mmap(nullptr, kCapacity * sizeof(FreedBlock), PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

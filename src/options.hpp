@@ -4,10 +4,12 @@
 
 #include <cstddef>
 
+#include "size_classes.hpp"
+
 namespace poolalloc::internal {
 
 struct Options {
-  std::size_t max_pooled = 32 * 1024;               // POOLALLOC_MAX_POOLED
+  std::size_t max_pooled = kLargestClassSize;       // POOLALLOC_MAX_POOLED
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
   // POOLALLOC_STATS=1: a copy of the stderr the program started with, where the table goes at
   // exit (programs such as coreutils close stderr itself before exiting); -1 otherwise.

@@ -12,7 +12,7 @@
 namespace poolalloc::internal {
 
 inline constexpr std::size_t kMinAlignment = 16;
-inline constexpr std::size_t kLargestClassSize = 32 * 1024;
+inline constexpr std::size_t kLargestClassSize = std::size_t{32} << 10;
 inline constexpr unsigned kClassesPerDoubling = 8;
 inline constexpr unsigned kClassCount = 8 + 8 * kClassesPerDoubling;
 

@@ -79,6 +79,8 @@ inline void print_checksum(const char* workload, std::uint64_t checksum) {
 
 // The pointer goes through a volatile store so the allocation is observably used.
 inline void* volatile sink_slot = nullptr;
-inline void sink(void* p) { sink_slot = p; }
+inline void sink(void* p) {
+  sink_slot = p;
+}
 
 }  // namespace wl

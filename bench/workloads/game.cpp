@@ -43,8 +43,9 @@ int main(int argc, char** argv) {
     // Spawn.
     long n = static_cast<long>(rng.below(static_cast<std::uint64_t>(2 * spawn)));
     for (long i = 0; i < n; ++i) {
-      auto* p = new Particle{static_cast<float>(i), 0, 0, 1, 2, 3,
-                             static_cast<int>(10 + rng.below(50)), static_cast<int>(i % 4)};
+      auto* p =
+          new Particle{static_cast<float>(i),  0, 0, 1, 2, 3, static_cast<int>(10 + rng.below(50)),
+                       static_cast<int>(i % 4)};
       particles.push_back(p);
     }
     for (long i = 0; i < entities_per_frame; ++i) {
@@ -80,8 +81,8 @@ int main(int argc, char** argv) {
           events = static_cast<Event*>(std::realloc(events, capacity * sizeof(Event)));
           if (!events) return 1;
         }
-        events[count++] = Event{static_cast<int>(frame), static_cast<int>(i), p->kind,
-                                static_cast<int>(p->x)};
+        events[count++] =
+            Event{static_cast<int>(frame), static_cast<int>(i), p->kind, static_cast<int>(p->x)};
         delete p;
         particles[i] = particles.back();
         particles.pop_back();

@@ -197,7 +197,10 @@ class FixedPool {
     return true;
   }
 
-  [[nodiscard]] std::size_t max_blocks_per_chunk() const { return UINT32_MAX / layout_.stride; }
+  // 0 before create() has set a layout.
+  [[nodiscard]] std::size_t max_blocks_per_chunk() const {
+    return layout_.stride == 0 ? 0 : UINT32_MAX / layout_.stride;
+  }
 
   bool add_owned_chunk(std::size_t block_count) {
     if (block_count == 0 || block_count > max_blocks_per_chunk()) return false;

@@ -20,16 +20,16 @@ void poolalloc_print_stats(int fd);
 /* Totals over all size classes. Counters are read without stopping other threads, so
  * they are a consistent snapshot only when no other thread allocates. */
 struct poolalloc_stats {
-  uint64_t pooled_requests;  /* allocations served by the pools */
-  uint64_t pooled_frees;     /* blocks given back to the pools */
-  uint64_t pooled_live;      /* pooled_requests - pooled_frees */
-  uint64_t pooled_peak;      /* most blocks out of their spans at once (live plus thread-cached) */
-  uint64_t spans_in_use;     /* spans carved for a size class */
-  uint64_t bytes_held;       /* bytes of spans carved for size classes */
-  uint64_t system_requests;  /* allocations forwarded to the system allocator */
-  uint64_t system_bytes;     /* bytes requested by those allocations */
-  uint64_t thread_caches;    /* thread caches in use */
-  uint64_t resident_bytes;   /* resident pages of the pool region (what RSS the pools cost) */
+  uint64_t pooled_requests; /* allocations served by the pools */
+  uint64_t pooled_frees;    /* blocks given back to the pools */
+  uint64_t pooled_live;     /* pooled_requests - pooled_frees */
+  uint64_t pooled_peak;     /* most blocks out of their spans at once (live plus thread-cached) */
+  uint64_t spans_in_use;    /* spans carved for a size class */
+  uint64_t bytes_held;      /* bytes of spans carved for size classes */
+  uint64_t system_requests; /* allocations forwarded to the system allocator */
+  uint64_t system_bytes;    /* bytes requested by those allocations */
+  uint64_t thread_caches;   /* thread caches in use */
+  uint64_t resident_bytes;  /* resident pages of the pool region (what RSS the pools cost) */
 };
 
 /* Fills *stats; returns 0, or -1 when stats is NULL. */
