@@ -7,12 +7,12 @@ packages=(
   # build
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
   # checks
-  clang-format clang-tidy valgrind
+  clang-format clang-tidy
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time)
+  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time valgrind)
 fi
 
 missing=()
