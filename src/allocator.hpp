@@ -26,7 +26,7 @@ inline void* allocate(std::size_t size) {
 
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
-    pool_deallocate(p, pooled_class_of(p, "free"));
+    pool_free(p);
     return;
   }
   system_free(p);  // also nullptr, which it ignores

@@ -13,16 +13,19 @@
 
 namespace poolalloc::internal {
 
-inline constexpr auto kClassDivider = [] {
-  std::array<detail::BlockDivider, kClassCount> dividers{};
+// Divisibility by the block size, indexed like the span class bytes: entry cls + 1 serves class
+// cls, entry 0 (a span that serves no class) accepts no offset but 0.
+inline constexpr auto kSpanBlockDivider = [] {
+  std::array<detail::BlockDivider, kClassCount + 1> dividers{};
+  dividers[0] = detail::BlockDivider(UINT32_MAX);
   for (unsigned cls = 0; cls < kClassCount; ++cls)
-    dividers[cls] = detail::BlockDivider(class_size(cls));
+    dividers[cls + 1] = detail::BlockDivider(class_size(cls));
   return dividers;
 }();
 
 // A block of class `cls` from this thread's cache; nullptr when the bin is empty.
 inline void* pop_cached(std::size_t cls) {
-  CacheBin& bin = t_cache->bins[cls];
+  CacheBin& bin = t_cache->bin_of_class(cls);
   void* block = bin.head;
   if (block != nullptr) [[likely]] {
     void* next = *static_cast<void**>(block);
@@ -40,26 +43,49 @@ inline void* pool_allocate(unsigned cls) {
   return refill_and_allocate(cls);
 }
 
+// Pushes the block on the bin; false when the bin is full.
+inline bool push_cached(CacheBin& bin, void* block) {
+  if (bin.count >= bin.limit) [[unlikely]]
+    return false;
+  *static_cast<void**>(block) = bin.head;
+  bin.head = block;
+  ++bin.count;
+  return true;
+}
+
 inline void pool_deallocate(void* block, unsigned cls) {
-  CacheBin& bin = t_cache->bins[cls];
-  if (bin.count < bin.limit) [[likely]] {
-    *static_cast<void**>(block) = bin.head;
-    bin.head = block;
-    ++bin.count;
-    return;
-  }
-  flush_and_deallocate(cls, block);
+  if (!push_cached(t_cache->bin_of_class(cls), block)) [[unlikely]]
+    flush_and_deallocate(cls, block);
+}
+
+// The span class byte of p (class plus one, 0 for none) when p, a pointer that region_owns()
+// accepted, lies on a block boundary of its span; reports and aborts otherwise.
+inline unsigned span_byte_of_block(const void* p, const char* operation) {
+  const std::uintptr_t offset = region_offset(p);
+  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
+  const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
+  if (!kSpanBlockDivider[span_byte].divides(offset_in_span)) [[unlikely]]
+    report_invalid_pointer(operation, p);
+  return span_byte;
+}
+
+// free() of a pointer that region_owns() accepted. A pointer into a span that serves no class
+// passes the boundary check only at the span's start, and then finds bins[0] full.
+inline void pool_free(void* p) {
+  const unsigned span_byte = span_byte_of_block(p, "free");
+  if (!push_cached(t_cache->bins[span_byte], p)) [[unlikely]]
+    flush_and_deallocate(span_byte - 1, p);
 }
 
 // The class of p, a pointer that region_owns() accepted, when p is the start of a block in a
 // span that serves a class; kClassCount otherwise.
 inline unsigned class_of_block(const void* p) {
   const std::uintptr_t offset = region_offset(p);
-  const unsigned cls = g_region.span_class_plus_one[offset >> kSpanShift] - 1u;
+  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
   const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  if (cls >= kClassCount || !kClassDivider[cls].divides(offset_in_span)) [[unlikely]]
+  if (span_byte == 0 || !kSpanBlockDivider[span_byte].divides(offset_in_span)) [[unlikely]]
     return kClassCount;
-  return cls;
+  return span_byte - 1;
 }
 
 // The same, but a pointer that is not a block is reported, naming `operation`, and aborts.

@@ -11,6 +11,7 @@
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
 #include "lock.hpp"
+#include "misuse.hpp"
 
 namespace poolalloc::internal {
 
@@ -50,7 +51,7 @@ ThreadCache* new_cache() {
   ThreadCache* cache = g_recycled;
   g_recycled = cache->next;
   *cache = ThreadCache{};
-  for (unsigned cls = 0; cls < kClassCount; ++cls) cache->bins[cls].limit = batch_size(cls);
+  for (unsigned cls = 0; cls < kClassCount; ++cls) cache->bin_of_class(cls).limit = batch_size(cls);
   cache->next = g_live;
   if (g_live != nullptr) g_live->prev = cache;
   g_live = cache;
@@ -61,7 +62,7 @@ ThreadCache* new_cache() {
 void retire_cache(ThreadCache* cache) {
   LockGuard guard(g_registry_lock);
   for (unsigned cls = 0; cls < kClassCount; ++cls)
-    g_exited_requests[cls] += cache->bins[cls].requests;
+    g_exited_requests[cls] += cache->bin_of_class(cls).requests;
   (cache->prev != nullptr ? cache->prev->next : g_live) = cache->next;
   if (cache->next != nullptr) cache->next->prev = cache->prev;
   --g_live_count;
@@ -78,7 +79,7 @@ void flush_bin(unsigned cls, CacheBin& bin) {
 
 void on_thread_exit(void* data) {
   auto* cache = static_cast<ThreadCache*>(data);
-  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, cache->bins[cls]);
+  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, cache->bin_of_class(cls));
   t_cache = &g_empty_cache;
   t_exited = true;
   retire_cache(cache);
@@ -114,7 +115,7 @@ void* refill_and_allocate(unsigned cls) {
     g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
     return block;
   }
-  CacheBin& bin = cache->bins[cls];
+  CacheBin& bin = cache->bin_of_class(cls);
   BlockChain chain{bin.parked, bin.parked != nullptr ? bin.limit : 0};
   bin.parked = nullptr;
   if (chain.count == 0) chain = take_blocks(cls);
@@ -127,6 +128,7 @@ void* refill_and_allocate(unsigned cls) {
 }
 
 void flush_and_deallocate(unsigned cls, void* block) {
+  if (cls >= kClassCount) report_invalid_pointer("free", block);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
   ThreadCache* cache = own_cache();
   if (cache == nullptr) {
@@ -134,7 +136,7 @@ void flush_and_deallocate(unsigned cls, void* block) {
     one.push(block);
     give_blocks(cls, one);
   } else {
-    CacheBin& bin = cache->bins[cls];
+    CacheBin& bin = cache->bin_of_class(cls);
     if (bin.count == bin.limit) {
       if (bin.parked != nullptr) give_blocks(cls, BlockChain{bin.parked, bin.limit});
       bin.parked = bin.head;
@@ -150,7 +152,7 @@ void flush_and_deallocate(unsigned cls, void* block) {
 
 void flush_thread_cache() {
   if (t_cache == &g_empty_cache) return;
-  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, t_cache->bins[cls]);
+  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, t_cache->bin_of_class(cls));
 }
 
 ClassUsage class_usage(unsigned cls) {
@@ -158,7 +160,7 @@ ClassUsage class_usage(unsigned cls) {
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     usage.requests += cache->bins[cls].requests;
-    const CacheBin& bin = cache->bins[cls];
+    const CacheBin& bin = cache->bin_of_class(cls);
     usage.cached += bin.count + (bin.parked != nullptr ? bin.limit : 0);
   }
   return usage;

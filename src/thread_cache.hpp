@@ -3,6 +3,7 @@
 // slow paths, which move whole batches between a bin and the central lists in O(1).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "size_classes.hpp"
@@ -22,7 +23,11 @@ struct CacheBin {
 static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift");
 
 struct ThreadCache {
-  CacheBin bins[kClassCount];
+  // bins[cls + 1] serves class cls. bins[0] stays empty with limit 0: the free fast path indexes
+  // bins with the span's class byte (the class plus one, 0 for a span that serves no class),
+  // so that a pointer into such a span costs no test there and simply lands in the slow path.
+  CacheBin bins[kClassCount + 1];
+  CacheBin& bin_of_class(std::size_t cls) { return bins[cls + 1]; }
   ThreadCache* next = nullptr;  // in the registry of live caches
   ThreadCache* prev = nullptr;
 };
@@ -40,7 +45,8 @@ extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 // the pools cannot serve the class (the caller then forwards to the system allocator).
 void* refill_and_allocate(unsigned cls);
 
-// Slow path of free: the bin is full (or this thread has no cache yet).
+// Slow path of free: the bin is full (or this thread has no cache yet). A `cls` of kClassCount
+// or more (a pointer into a span that serves no class) is reported and aborts.
 void flush_and_deallocate(unsigned cls, void* block);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
