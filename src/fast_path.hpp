@@ -25,13 +25,12 @@ inline constexpr auto kSpanBlockDivider = [] {
 
 // A block of class `cls` from this thread's cache; nullptr when the bin is empty.
 inline void* pop_cached(std::size_t cls) {
-  CacheBin& bin = t_cache->bin_of_class(cls);
-  void* block = bin.head;
+  CacheBin* const bin = &t_cache->bin_of_class(cls);
+  void* block = bin->head;
   if (block != nullptr) [[likely]] {
-    void* next = *static_cast<void**>(block);
-    --bin.count;
-    ++bin.requests;
-    bin.head = next;
+    bin->head = *static_cast<void**>(block);
+    bin->count -= 1;
+    bin->requests += 1;
   }
   return block;
 }

@@ -27,7 +27,7 @@ struct ThreadCache {
   // bins with the span's class byte (the class plus one, 0 for a span that serves no class),
   // so that a pointer into such a span costs no test there and simply lands in the slow path.
   CacheBin bins[kClassCount + 1];
-  CacheBin& bin_of_class(std::size_t cls) { return bins[cls + 1]; }
+  CacheBin& bin_of_class(std::size_t cls) { return (bins + 1)[cls]; }
   ThreadCache* next = nullptr;  // in the registry of live caches
   ThreadCache* prev = nullptr;
 };
