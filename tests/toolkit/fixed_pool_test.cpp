@@ -11,17 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "address_text.hpp"
+
 namespace {
 
 using poolalloc::DebugChecks;
 using poolalloc::FixedPool;
 using poolalloc::Growth;
-
-std::string hex(const void* p) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", p);
-  return text;
-}
 
 bool aligned(const void* p, std::size_t alignment) {
   return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;

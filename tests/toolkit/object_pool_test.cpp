@@ -10,17 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "address_text.hpp"
+
 namespace {
 
 using poolalloc::DebugChecks;
 using poolalloc::Growth;
 using poolalloc::Pool;
-
-std::string hex(const void* p) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", p);
-  return text;
-}
 
 struct Counted {
   static inline int alive = 0;
