@@ -90,8 +90,6 @@ class LazyBlockList {
   [[nodiscard]] std::byte* block_at(std::uint32_t index) const {
     return base_ + std::size_t{index} * block_size_;
   }
-  // True when the block was handed out at least once, so its bytes are not the creator's.
-  [[nodiscard]] bool ever_handed_out(std::uint32_t index) const { return index < initialised_; }
 
   // Walks the free list and checks that every link stays inside the handed-out blocks and that
   // the list has as many entries as the counters say. O(free blocks): for verification only.
