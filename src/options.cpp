@@ -21,7 +21,7 @@ std::string_view find_variable(std::string_view name) {
   return {};
 }
 
-// A decimal number of bytes with an optional K, M or G suffix (powers of 1024).
+// A decimal number of bytes with an optional K, M, G or T suffix (powers of 1024).
 bool parse_size(std::string_view text, std::size_t& value) {
   if (text.empty()) return false;
   std::size_t shift = 0;
@@ -37,6 +37,10 @@ bool parse_size(std::string_view text, std::size_t& value) {
     case 'g':
     case 'G':
       shift = 30;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
       break;
     default:
       break;
@@ -94,7 +98,7 @@ bool read_options() {
   if (getauxval(AT_SECURE) != 0) return true;
   read_size("POOLALLOC_MAX_POOLED", 0, kLargestClassSize, "a size from 0 to 32768",
             g_options.max_pooled);
-  read_size("POOLALLOC_REGION_SIZE", std::size_t{8} << 20, std::size_t{1} << 46,
+  read_size("POOLALLOC_REGION_SIZE", std::size_t{8} << 20, std::size_t{64} << 40,
             "a size from 8M to 64T, such as 16G", g_options.region_size);
   read_size("POOLALLOC_QUARANTINE", 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);

@@ -40,6 +40,18 @@ TEST(Options, InvalidValueIsReportedOnceAndTheDefaultKept) {
   EXPECT_NE(stderr_of("POOLALLOC_STATS=yes", "ls /").find("expected 0 or 1"), std::string::npos);
 }
 
+// The bounds the message names are the bounds enforced, both inclusive, with every suffix.
+TEST(Options, RegionSizeAcceptsExactlyEightMToSixtyFourT) {
+  const std::string expected =
+      " (expected a size from 8M to 64T, such as 16G); using 68719476736\n";
+  for (const char* accepted : {"8M", "8388608", "8192K", "64T", "70368744177664", "65536G", "1t"})
+    EXPECT_EQ(stderr_of(std::string("POOLALLOC_REGION_SIZE=") + accepted, "ls /"), "") << accepted;
+  for (const char* rejected : {"8388607", "70368744177665", "65T", "65537G", "7M", "16E", "T"})
+    EXPECT_EQ(stderr_of(std::string("POOLALLOC_REGION_SIZE=") + rejected, "ls /"),
+              std::string("poolalloc: ignoring POOLALLOC_REGION_SIZE=") + rejected + expected)
+        << rejected;
+}
+
 TEST(Options, MaxPooledSendsLargerRequestsToTheSystem) {
   const std::string table = stderr_of("POOLALLOC_STATS=1 POOLALLOC_MAX_POOLED=0", "ls /");
   EXPECT_NE(table.find("pooled requests: 0\n"), std::string::npos) << table;
