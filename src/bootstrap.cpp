@@ -9,6 +9,7 @@
 
 #include "central_lists.hpp"
 #include "options.hpp"
+#include "pool_region.hpp"
 #include "span_carving.hpp"
 #include "stats.hpp"
 #include "thread_cache.hpp"
@@ -73,7 +74,7 @@ bool ensure_initialised() {
   if (state == kUninitialised && g_state.compare_exchange_strong(expected, kInitialising)) {
     // Nothing here allocates, so no call can come back into malloc while we initialise.
     g_options_read = read_options();
-    const bool ready = reserve_region(g_options.region_size);
+    const bool ready = place_region(g_options.region_size);
     init_thread_caches();
     // Unavailable pools leave the limit at 0: every request goes to the system allocator.
     if (ready) g_pooled_limit = g_options.max_pooled;

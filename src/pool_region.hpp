@@ -1,9 +1,16 @@
-// The pool region: one range of address space reserved at start-up, cut into spans of
-// kSpanSize bytes, each serving one size class. Ownership of a pointer is one subtraction and
-// one compare against this range, and its span (so its class) one shift away; the metadata of
-// the spans lives in its own mapping, apart from the blocks.
+// The pool region: one contiguous range of address space, cut into spans of kSpanSize bytes,
+// each serving one size class. Ownership of a pointer is one subtraction and one compare
+// against the range's mapped part, and its span (so its class) one shift away; the metadata of
+// the spans lives in mappings of its own, apart from the blocks.
+//
+// Nothing is reserved ahead of use: a reservation, even PROT_NONE and MAP_NORESERVE, counts
+// against RLIMIT_AS (ulimit -v), which batch schedulers set. At start-up the region is given a
+// place with room to grow, far below where the kernel puts mappings, and only its first step
+// is mapped; it grows, with its metadata, one step after another at the end of what is mapped
+// (pool_region.cpp). Adjacent mappings of equal protection merge, so the region stays one VMA.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -22,18 +29,28 @@ struct Span {
 };
 
 struct PoolRegion {
-  std::uintptr_t base = 0;  // 0 and size 0 until reserved: then nothing is ours
-  std::size_t size = 0;
+  std::uintptr_t base = 0;  // fixed once placed; 0 and size 0 until then: nothing is ours
+  // Bytes mapped from base on: [base, base + size) is ours. It only grows, under the span
+  // carving lock, and is stored before any span of the new part is carved. A relaxed load is
+  // enough: a block of the new part reaches another thread only through synchronisation (the
+  // carving and class locks, or the program's own hand-over of the pointer), so that thread's
+  // load happens after the store, and read-write coherence forbids it to see an older value.
+  // As the size never shrinks, a later value is as good. A thread that loads a stale size
+  // holds no pointer into the new part, so for every pointer it has the answer is the same.
+  // On x86-64 and AArch64 the relaxed load is the plain load it was before.
+  std::atomic<std::size_t> size{0};
   // Per span: its size class plus one, or 0 for a span that serves no class (so that the
-  // freshly mapped, zero-filled table needs no initialisation and costs no memory).
+  // freshly mapped, zero-filled table needs no initialisation and costs no memory). Both
+  // tables are flat arrays over the region's whole capacity, mapped as far as it is.
   std::uint8_t* span_class_plus_one = nullptr;
   Span* spans = nullptr;
 };
 
-inline PoolRegion g_region;
+inline constinit PoolRegion g_region;
 
 inline bool region_owns(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) - g_region.base < g_region.size;
+  return reinterpret_cast<std::uintptr_t>(p) - g_region.base <
+         g_region.size.load(std::memory_order_relaxed);
 }
 // Byte offset of p in the region; only for a pointer region_owns() accepted.
 inline std::uintptr_t region_offset(const void* p) {
@@ -51,5 +68,20 @@ inline std::size_t span_index_of(const Span& span) {
 inline std::byte* span_start(const Span& span) {
   return reinterpret_cast<std::byte*>(g_region.base + (span_index_of(span) << kSpanShift));
 }
+
+// Gives the region its place, for at most `max_bytes` (rounded down to whole spans), and maps
+// its first step. False if no place could be had: every request then goes to the system
+// allocator.
+bool place_region(std::size_t max_bytes);
+
+// Spans the region may hold at most, and spans mapped so far.
+std::size_t region_capacity_spans();
+std::size_t region_mapped_spans();
+
+// Maps the region, and its metadata, up to `spans` spans (more than are mapped, at most the
+// capacity). False, with nothing changed, when the address space is exhausted (RLIMIT_AS) or
+// the next range is taken by another mapping; a later call may succeed. errno is preserved.
+// Only the holder of the span carving lock calls it.
+bool grow_region(std::size_t spans);
 
 }  // namespace poolalloc::internal

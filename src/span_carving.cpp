@@ -1,25 +1,30 @@
 #include "span_carving.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 
 #include "lock.hpp"
+#include "os_memory.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
 namespace {
 
-// Spans are made read-write this many at a time, so the region's committed part grows as one
-// mapping while the rest stays PROT_NONE address space.
-constexpr std::size_t kCommitStep = 16;
+// The region grows by this many spans at a time (2 MiB), or by one when a whole step cannot be
+// had.
+constexpr std::size_t kGrowthStep = 16;
+// After a failed growth the pools leave requests to the system allocator for this many more
+// carve requests before trying again (so that an exhausted address space costs one failed mmap
+// per so many requests, not one per request): 16 at first, doubling after each failure up to
+// 4096, back to none after a success.
+constexpr std::uint32_t kMinGrowthBackoff = 16;
+constexpr std::uint32_t kMaxGrowthBackoff = 4096;
 
 Lock g_carving_lock;
-std::size_t g_span_count = 0;      // spans in the region
-std::size_t g_fresh_span = 0;      // spans [0, g_fresh_span) have been carved at least once
-std::size_t g_committed_span = 0;  // spans [0, g_committed_span) are read-write
-Span* g_unused = nullptr;          // spans handed back to the OS, ready to be carved again
+std::size_t g_fresh_span = 0;         // spans [0, g_fresh_span) have been carved at least once
+std::uint32_t g_growth_backoff = 0;   // after the last failure (0: the last growth succeeded)
+std::uint32_t g_growth_deferred = 0;  // carve requests left to refuse before trying again
+Span* g_unused = nullptr;             // spans handed back to the OS, ready to be carved again
 // Empty spans kept with their pages, so that a program that frees memory and allocates it
 // again (every frame, every request) neither gives pages to the OS nor faults them back each
 // time. The budget starts at 8 MiB over all classes and grows by one span each time a span
@@ -32,46 +37,27 @@ Span* g_retained = nullptr;
 std::size_t g_retained_count = 0;
 std::atomic<std::size_t> g_carved_spans{0};
 
-void* map(std::size_t bytes, int protection) {
-  void* p = mmap(nullptr, bytes, protection, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-// Reserves `size` bytes starting on a span boundary, so that blocks of a power-of-two class
-// are aligned to their size: that is how the pools serve aligned requests.
-std::uintptr_t reserve_aligned(std::size_t size) {
-  auto* raw = static_cast<std::byte*>(map(size + kSpanSize, PROT_NONE));
-  if (raw == nullptr) return 0;
-  const auto start = (reinterpret_cast<std::uintptr_t>(raw) + kSpanSize - 1) & ~(kSpanSize - 1);
-  const std::size_t head = start - reinterpret_cast<std::uintptr_t>(raw);
-  if (head != 0) munmap(raw, head);
-  if (head != kSpanSize) munmap(reinterpret_cast<std::byte*>(start) + size, kSpanSize - head);
-  return start;
+// Maps more of the region so that span g_fresh_span exists; false when it cannot be had now.
+// Called with the carving lock held.
+bool grow_for_fresh_span() {
+  const std::size_t capacity = region_capacity_spans();
+  if (g_fresh_span == capacity) return false;
+  if (g_growth_deferred != 0) {
+    --g_growth_deferred;
+    return false;
+  }
+  const std::size_t mapped = region_mapped_spans();
+  const std::size_t step = std::min(mapped + kGrowthStep, capacity);
+  if (grow_region(step) || (step != mapped + 1 && grow_region(mapped + 1))) {
+    g_growth_backoff = 0;
+    return true;
+  }
+  g_growth_backoff = std::clamp(g_growth_backoff * 2, kMinGrowthBackoff, kMaxGrowthBackoff);
+  g_growth_deferred = g_growth_backoff;
+  return false;
 }
 
 }  // namespace
-
-bool reserve_region(std::size_t bytes) {
-  // Where address space is limited (ulimit -v), settle for less.
-  for (std::size_t size = bytes & ~(kSpanSize - 1); size >= 64 * kSpanSize; size /= 2) {
-    const std::size_t span_count = size >> kSpanShift;
-    const std::size_t metadata_bytes = span_count * (1 + sizeof(Span));
-    auto* metadata = static_cast<std::uint8_t*>(map(metadata_bytes, PROT_READ | PROT_WRITE));
-    if (metadata == nullptr) continue;
-    const std::uintptr_t base = reserve_aligned(size);
-    if (base == 0) {
-      munmap(metadata, metadata_bytes);
-      continue;
-    }
-    g_span_count = span_count;
-    g_region.span_class_plus_one = metadata;
-    g_region.spans = reinterpret_cast<Span*>(metadata + span_count);
-    g_region.base = base;
-    g_region.size = size;
-    return true;
-  }
-  return false;
-}
 
 Span* carve_span(unsigned cls) {
   Span* span = nullptr;
@@ -86,13 +72,7 @@ Span* carve_span(unsigned cls) {
       g_unused = span->next;
       g_retained_budget = std::min(g_retained_budget + 1, kMaxRetainedSpans);
     } else {
-      if (g_fresh_span == g_span_count) return nullptr;
-      if (g_fresh_span == g_committed_span) {
-        const std::size_t step = std::min(kCommitStep, g_span_count - g_committed_span);
-        void* start = reinterpret_cast<void*>(g_region.base + (g_committed_span << kSpanShift));
-        if (mprotect(start, step << kSpanShift, PROT_READ | PROT_WRITE) != 0) return nullptr;
-        g_committed_span += step;
-      }
+      if (g_fresh_span == region_mapped_spans() && !grow_for_fresh_span()) return nullptr;
       span = &g_region.spans[g_fresh_span++];
     }
   }
@@ -107,7 +87,7 @@ Span* carve_span(unsigned cls) {
 namespace {
 
 void hand_back_to_os(Span& span) {
-  madvise(span_start(span), kSpanSize, MADV_DONTNEED);
+  release_pages(span_start(span), kSpanSize);
   LockGuard guard(g_carving_lock);
   span.next = g_unused;
   g_unused = &span;
@@ -152,7 +132,6 @@ std::size_t carved_bytes() {
 }
 
 std::size_t resident_bytes() {
-  constexpr std::size_t kPage = 4096;
   std::size_t resident = 0;
   std::size_t fresh = 0;
   {
@@ -161,11 +140,8 @@ std::size_t resident_bytes() {
   }
   for (std::size_t span = 0; span < fresh; ++span) {
     if (g_region.span_class_plus_one[span] == 0) continue;
-    unsigned char pages[kSpanSize / kPage];
-    if (mincore(reinterpret_cast<void*>(g_region.base + (span << kSpanShift)), kSpanSize, pages) !=
-        0)
-      continue;
-    for (unsigned char page : pages) resident += (page & 1) * kPage;
+    resident +=
+        resident_bytes_of(reinterpret_cast<void*>(g_region.base + (span << kSpanShift)), kSpanSize);
   }
   return resident;
 }

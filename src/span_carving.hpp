@@ -8,11 +8,8 @@
 
 namespace poolalloc::internal {
 
-// Reserves the region (address space only) at initialisation; false if no range could be had,
-// in which case every request goes to the system allocator.
-bool reserve_region(std::size_t bytes);
-
-// A span set up to serve `cls`, its pages committed; nullptr when the region is exhausted.
+// A span set up to serve `cls`, the region grown for it if need be; nullptr when the region is
+// full or cannot grow now (then the request goes to the system allocator).
 Span* carve_span(unsigned cls);
 
 // Takes back an empty span, which may then be carved for any class. Its pages go back to the

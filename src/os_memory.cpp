@@ -1,0 +1,67 @@
+#include "os_memory.hpp"
+
+#include <sys/mman.h>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <ctime>
+
+namespace poolalloc::internal {
+namespace {
+
+constexpr int kFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
+}  // namespace
+
+void* map_at(std::uintptr_t address, std::size_t bytes) {
+  void* const wanted = reinterpret_cast<void*>(address);
+  void* p = mmap(wanted, bytes, PROT_READ | PROT_WRITE, kFlags | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if (p != wanted) {  // a kernel older than 4.17 takes MAP_FIXED_NOREPLACE for a mere hint
+    munmap(p, bytes);
+    errno = EEXIST;
+    return nullptr;
+  }
+  return p;
+}
+
+void* map_anywhere(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kFlags, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void unmap(void* start, std::size_t bytes) {
+  munmap(start, bytes);
+}
+
+void release_pages(void* start, std::size_t bytes) {
+  madvise(start, bytes, MADV_DONTNEED);
+}
+
+std::size_t resident_bytes_of(const void* start, std::size_t bytes) {
+  constexpr std::size_t kChunkPages = 256;
+  unsigned char pages[kChunkPages];
+  std::size_t resident = 0;
+  auto address = reinterpret_cast<std::uintptr_t>(start);
+  for (std::size_t done = 0; done < bytes; done += kChunkPages * kPageSize) {
+    const std::size_t chunk =
+        bytes - done < kChunkPages * kPageSize ? bytes - done : kChunkPages * kPageSize;
+    if (mincore(reinterpret_cast<void*>(address + done), chunk, pages) != 0) return resident;
+    for (std::size_t i = 0; i < (chunk + kPageSize - 1) / kPageSize; ++i)
+      resident += (pages[i] & 1) * kPageSize;
+  }
+  return resident;
+}
+
+std::uint64_t random_bits() {
+  std::uint64_t bits = 0;
+  if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof bits))
+    return bits;
+  // No entropy yet (early boot): the stack's randomised address and the clock.
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return reinterpret_cast<std::uintptr_t>(&bits) ^
+         (static_cast<std::uint64_t>(now.tv_nsec) * 0x9e3779b97f4a7c15u);
+}
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,31 @@
+// The OS layer of the pool region: mapping, unmapping, returning and inspecting pages. One
+// error convention: a failed call returns nullptr, false or 0 and leaves the reason in errno.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace poolalloc::internal {
+
+inline constexpr std::size_t kPageSize = 4096;
+
+// Maps `bytes` of zero-filled read-write memory (MAP_NORESERVE: no swap is set aside) exactly at
+// `address`, never over an existing mapping; nullptr if the range is taken (EEXIST) or the
+// address space is exhausted (ENOMEM, also under RLIMIT_AS).
+void* map_at(std::uintptr_t address, std::size_t bytes);
+
+// The same where the kernel chooses the address.
+void* map_anywhere(std::size_t bytes);
+
+void unmap(void* start, std::size_t bytes);
+
+// Gives the pages of [start, start + bytes) back to the OS; they read as zeros afterwards.
+void release_pages(void* start, std::size_t bytes);
+
+// Bytes of [start, start + bytes) resident in memory; 0 if the range cannot be inspected.
+std::size_t resident_bytes_of(const void* start, std::size_t bytes);
+
+// Random bits for placing the region, without allocating.
+std::uint64_t random_bits();
+
+}  // namespace poolalloc::internal

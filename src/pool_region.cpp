@@ -1,0 +1,158 @@
+#include "pool_region.hpp"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "os_memory.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+constexpr std::size_t round_up(std::size_t n, std::size_t unit) {
+  return (n + unit - 1) / unit * unit;
+}
+
+// The region's place is chosen at random in [2 TiB, 40 TiB), aligned to 1 GiB: far below the
+// kernel's mappings, which it puts top-down under the stack (from 127 TiB on x86-64), below the
+// legacy bottom-up layout's start (42.7 TiB, with `ulimit -s unlimited`), and above the brk
+// heap of a non-PIE program. Each of a few tries has a place of its own.
+constexpr std::uintptr_t kPlaceLow = std::uintptr_t{2} << 40;
+constexpr std::uintptr_t kPlaceHigh = std::uintptr_t{40} << 40;
+constexpr std::uintptr_t kPlaceAlign = std::uintptr_t{1} << 30;
+constexpr int kPlaceTries = 8;
+
+// The region first maps, and then grows by, this many spans (2 MiB).
+constexpr std::size_t kFirstStepSpans = 16;
+// The span records are mapped this many bytes at a time, the class bytes a page at a time.
+constexpr std::size_t kSpanRecordStep = std::size_t{64} << 10;
+
+// A range of address space mapped read-write from its start, [start, start + mapped), that may
+// grow up to `capacity` bytes, one mapping placed right after the other.
+struct GrowingRange {
+  std::uintptr_t start = 0;
+  std::size_t mapped = 0;
+  std::size_t capacity = 0;
+
+  // Maps up to `bytes` (rounded up to `step`, capped at the capacity); false if that failed.
+  bool grow_to(std::size_t bytes, std::size_t step) {
+    if (bytes <= mapped) return true;
+    const std::size_t target = std::min(round_up(bytes, step), capacity);
+    if (map_at(start + mapped, target - mapped) == nullptr) return false;
+    mapped = target;
+    return true;
+  }
+  void unmap_all() {
+    if (mapped != 0) unmap(reinterpret_cast<void*>(start), mapped);
+    mapped = 0;
+  }
+};
+
+// The three parts of the region, in this order in one window of address space: the class
+// bytes, the span records, and the blocks from g_region.base on.
+GrowingRange g_class_bytes;
+GrowingRange g_span_records;
+GrowingRange g_blocks;
+std::size_t g_capacity_spans = 0;
+
+struct Layout {
+  std::size_t class_bytes;
+  std::size_t span_records;
+  std::size_t metadata;  // both, rounded up to a span so that the blocks start on a span
+  std::size_t window;
+};
+Layout layout_of(std::size_t spans) {
+  Layout layout{};
+  layout.class_bytes = round_up(spans, kPageSize);
+  layout.span_records = round_up(spans * sizeof(Span), kPageSize);
+  layout.metadata = round_up(layout.class_bytes + layout.span_records, kSpanSize);
+  layout.window = layout.metadata + (spans << kSpanShift);
+  return layout;
+}
+
+// Lays the region out from `start` for `spans` spans and maps its first step; false, with
+// nothing left mapped, if a part of it is taken.
+bool place_at(std::uintptr_t start, std::size_t spans) {
+  const Layout layout = layout_of(spans);
+  g_class_bytes = {start, 0, layout.class_bytes};
+  g_span_records = {start + layout.class_bytes, 0, layout.span_records};
+  g_blocks = {start + layout.metadata, 0, spans << kSpanShift};
+  g_capacity_spans = spans;
+  if (grow_region(std::min(spans, kFirstStepSpans))) return true;
+  g_class_bytes.unmap_all();
+  g_span_records.unmap_all();
+  g_blocks.unmap_all();
+  return false;
+}
+
+// Try `attempt` of placing a window of `window` bytes, from random bits drawn once.
+std::uintptr_t random_place(std::size_t window, std::uint64_t seed, int attempt) {
+  if (window >= kPlaceHigh - kPlaceLow) return kPlaceLow + std::uintptr_t(attempt) * kPlaceAlign;
+  std::uint64_t random = seed + std::uint64_t(attempt) * 0x9e3779b97f4a7c15u;  // splitmix64
+  random = (random ^ (random >> 30)) * 0xbf58476d1ce4e5b9u;
+  random = (random ^ (random >> 27)) * 0x94d049bb133111ebu;
+  random ^= random >> 31;
+  const std::uint64_t places = (kPlaceHigh - kPlaceLow - window) / kPlaceAlign + 1;
+  return kPlaceLow + random % places * kPlaceAlign;
+}
+
+}  // namespace
+
+bool place_region(std::size_t max_bytes) {
+  const std::size_t spans = max_bytes >> kSpanShift;
+  if (spans == 0) return false;
+  const int saved_errno = errno;
+  g_region.span_class_plus_one = nullptr;
+  g_region.spans = nullptr;
+  bool placed = false;
+  const std::uint64_t seed = random_bits();
+  for (int attempt = 0; attempt < kPlaceTries && !placed; ++attempt)
+    placed = place_at(random_place(layout_of(spans).window, seed, attempt), spans);
+  if (!placed) {
+    // The address space there is taken or does not exist (a smaller one than x86-64's): the
+    // kernel places a region of one step, which will not grow.
+    const std::size_t small = std::min(spans, kFirstStepSpans);
+    const Layout layout = layout_of(small);
+    auto* mapping = static_cast<std::byte*>(map_anywhere(layout.window + kSpanSize));
+    if (mapping != nullptr) {
+      // Aligned so that the blocks start on a span boundary; the slack stays mapped.
+      const std::uintptr_t start =
+          round_up(reinterpret_cast<std::uintptr_t>(mapping) + layout.metadata, kSpanSize) -
+          layout.metadata;
+      g_class_bytes = {start, layout.class_bytes, layout.class_bytes};
+      g_span_records = {start + layout.class_bytes, layout.span_records, layout.span_records};
+      g_blocks = {start + layout.metadata, small << kSpanShift, small << kSpanShift};
+      g_capacity_spans = small;
+      placed = true;
+    }
+  }
+  if (placed) {
+    g_region.span_class_plus_one = reinterpret_cast<std::uint8_t*>(g_class_bytes.start);
+    g_region.spans = reinterpret_cast<Span*>(g_span_records.start);
+    g_region.base = g_blocks.start;
+    g_region.size.store(g_blocks.mapped, std::memory_order_relaxed);
+  }
+  errno = saved_errno;
+  return placed;
+}
+
+std::size_t region_capacity_spans() {
+  return g_capacity_spans;
+}
+
+std::size_t region_mapped_spans() {
+  return g_blocks.mapped >> kSpanShift;
+}
+
+bool grow_region(std::size_t spans) {
+  const int saved_errno = errno;
+  // The metadata first: a span is published only with its class byte and record mapped.
+  const bool grown = g_class_bytes.grow_to(spans, kPageSize) &&
+                     g_span_records.grow_to(spans * sizeof(Span), kSpanRecordStep) &&
+                     g_blocks.grow_to(spans << kSpanShift, kSpanSize);
+  // Before place_region() has set the base, the size stays 0: it publishes the first step.
+  if (grown && g_region.base != 0) g_region.size.store(g_blocks.mapped, std::memory_order_relaxed);
+  errno = saved_errno;
+  return grown;
+}
+
+}  // namespace poolalloc::internal
