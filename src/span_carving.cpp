@@ -15,7 +15,7 @@ namespace {
 // mapping while the rest stays PROT_NONE address space.
 constexpr std::size_t kCommitStep = 16;
 
-Lock g_carving_lock;
+Lock g_carving_lock;               // second in the lock order (lock.hpp)
 std::size_t g_span_count = 0;      // spans in the region
 std::size_t g_fresh_span = 0;      // spans [0, g_fresh_span) have been carved at least once
 std::size_t g_committed_span = 0;  // spans [0, g_committed_span) are read-write
@@ -31,6 +31,9 @@ std::size_t g_retained_budget = kMinRetainedSpans;
 Span* g_retained = nullptr;
 std::size_t g_retained_count = 0;
 std::atomic<std::size_t> g_carved_spans{0};
+// Empty spans released while the carving lock was held for fork(), linked through Span::next:
+// pushed without the lock, filed by the next holder (retained, or handed back to the OS).
+std::atomic<Span*> g_released_while_forking{nullptr};
 
 void* map(std::size_t bytes, int protection) {
   void* p = mmap(nullptr, bytes, protection, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -48,6 +51,41 @@ std::uintptr_t reserve_aligned(std::size_t size) {
   if (head != kSpanSize) munmap(reinterpret_cast<std::byte*>(start) + size, kSpanSize - head);
   return start;
 }
+
+// Under the carving lock: files one released span (retained within the budget, else its pages
+// go back to the OS, which the caller does once the lock is dropped).
+void file_released_span(Span& span, Span*& to_hand_back) {
+  if (g_retained_count < g_retained_budget) {
+    span.next = g_retained;
+    g_retained = &span;
+    ++g_retained_count;
+    return;
+  }
+  span.next = to_hand_back;
+  to_hand_back = &span;
+}
+
+// Under the carving lock: files the spans released while it was held for fork().
+void file_spans_released_while_forking(Span*& to_hand_back) {
+  if (g_released_while_forking.load(std::memory_order_relaxed) == nullptr) return;
+  Span* span = g_released_while_forking.exchange(nullptr, std::memory_order_acquire);
+  while (span != nullptr) {
+    Span* next = span->next;
+    file_released_span(*span, to_hand_back);
+    span = next;
+  }
+}
+
+// Without the lock and without waiting: the span waits for the next holder of the lock.
+void release_while_forking(Span& span) {
+  Span* head = g_released_while_forking.load(std::memory_order_relaxed);
+  do {
+    span.next = head;
+  } while (!g_released_while_forking.compare_exchange_weak(head, &span, std::memory_order_release,
+                                                           std::memory_order_relaxed));
+}
+
+void hand_back_all_to_os(Span* spans);
 
 }  // namespace
 
@@ -75,27 +113,38 @@ bool reserve_region(std::size_t bytes) {
 
 Span* carve_span(unsigned cls) {
   Span* span = nullptr;
+  Span* to_hand_back = nullptr;
   {
+    // Called under a class lock: the forking thread takes this lock after every class lock,
+    // so it cannot be held for fork() here, and waiting for it is bounded.
     LockGuard guard(g_carving_lock);
+    file_spans_released_while_forking(to_hand_back);
     if (g_retained != nullptr) {
       span = g_retained;
       g_retained = span->next;
       --g_retained_count;
+    } else if (to_hand_back != nullptr) {
+      span = to_hand_back;  // released, not yet handed back: carve it again as it is
+      to_hand_back = span->next;
     } else if (g_unused != nullptr) {
       span = g_unused;
       g_unused = span->next;
       g_retained_budget = std::min(g_retained_budget + 1, kMaxRetainedSpans);
-    } else {
-      if (g_fresh_span == g_span_count) return nullptr;
+    } else if (g_fresh_span < g_span_count) {
       if (g_fresh_span == g_committed_span) {
         const std::size_t step = std::min(kCommitStep, g_span_count - g_committed_span);
         void* start = reinterpret_cast<void*>(g_region.base + (g_committed_span << kSpanShift));
-        if (mprotect(start, step << kSpanShift, PROT_READ | PROT_WRITE) != 0) return nullptr;
-        g_committed_span += step;
+        if (mprotect(start, step << kSpanShift, PROT_READ | PROT_WRITE) == 0) {
+          g_committed_span += step;
+          span = &g_region.spans[g_fresh_span++];
+        }
+      } else {
+        span = &g_region.spans[g_fresh_span++];
       }
-      span = &g_region.spans[g_fresh_span++];
     }
   }
+  hand_back_all_to_os(to_hand_back);
+  if (span == nullptr) return nullptr;
   const std::uint32_t block_size = class_size(cls);
   span->blocks = detail::LazyBlockList(span_start(*span), block_size, kSpanSize / block_size);
   span->next = span->prev = nullptr;
@@ -106,11 +155,22 @@ Span* carve_span(unsigned cls) {
 
 namespace {
 
-void hand_back_to_os(Span& span) {
-  madvise(span_start(span), kSpanSize, MADV_DONTNEED);
-  LockGuard guard(g_carving_lock);
-  span.next = g_unused;
-  g_unused = &span;
+// Outside the lock (madvise is a system call); the spans then join the unused ones, or wait
+// for the lock's next holder while it is held for fork() (they are filed again then: a
+// second madvise costs nothing).
+void hand_back_all_to_os(Span* spans) {
+  while (spans != nullptr) {
+    Span* next = spans->next;
+    madvise(span_start(*spans), kSpanSize, MADV_DONTNEED);
+    TryLockGuard guard(g_carving_lock);
+    if (guard.locked()) {
+      spans->next = g_unused;
+      g_unused = spans;
+    } else {
+      release_while_forking(*spans);
+    }
+    spans = next;
+  }
 }
 
 }  // namespace
@@ -118,32 +178,37 @@ void hand_back_to_os(Span& span) {
 void release_span(Span& span) {
   g_region.span_class_plus_one[span_index_of(span)] = 0;
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
+  Span* to_hand_back = nullptr;
   {
-    LockGuard guard(g_carving_lock);
-    if (g_retained_count < g_retained_budget) {
-      span.next = g_retained;
-      g_retained = &span;
-      ++g_retained_count;
+    TryLockGuard guard(g_carving_lock);
+    if (!guard.locked()) {
+      release_while_forking(span);
       return;
     }
+    file_spans_released_while_forking(to_hand_back);
+    file_released_span(span, to_hand_back);
   }
-  hand_back_to_os(span);  // outside the lock: madvise is a system call
+  hand_back_all_to_os(to_hand_back);  // outside the lock: madvise is a system call
 }
 
 std::size_t release_retained_spans() {
   Span* retained = nullptr;
-  std::size_t count = 0;
   {
-    LockGuard guard(g_carving_lock);
-    std::swap(retained, g_retained);
-    std::swap(count, g_retained_count);
+    TryLockGuard guard(g_carving_lock);
+    if (!guard.locked()) return 0;  // held for fork(): nothing to trim now
+    file_spans_released_while_forking(retained);
+    while (g_retained != nullptr) {
+      Span* span = g_retained;
+      g_retained = span->next;
+      span->next = retained;
+      retained = span;
+    }
+    g_retained_count = 0;
     g_retained_budget = kMinRetainedSpans;
   }
-  while (retained != nullptr) {
-    Span* next = retained->next;
-    hand_back_to_os(*retained);
-    retained = next;
-  }
+  std::size_t count = 0;
+  for (Span* span = retained; span != nullptr; span = span->next) ++count;
+  hand_back_all_to_os(retained);
   return count << kSpanShift;
 }
 
@@ -156,7 +221,7 @@ std::size_t resident_bytes() {
   std::size_t resident = 0;
   std::size_t fresh = 0;
   {
-    LockGuard guard(g_carving_lock);
+    TryLockGuard guard(g_carving_lock);  // held for fork(), it cannot change: read it as it is
     fresh = g_fresh_span;
   }
   for (std::size_t span = 0; span < fresh; ++span) {
@@ -171,7 +236,7 @@ std::size_t resident_bytes() {
 }
 
 void lock_span_carving_for_fork() {
-  g_carving_lock.lock();
+  g_carving_lock.lock_for_fork();
 }
 void unlock_span_carving_after_fork(bool in_child) {
   g_carving_lock.unlock_after_fork(in_child);
