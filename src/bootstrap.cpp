@@ -22,9 +22,24 @@ constinit std::atomic<int> g_state{kUninitialised};
 constinit bool g_options_read = false;
 constinit bool g_locked_for_fork = false;
 
-// fork() takes every allocator lock first, so that the child finds none held by a thread that
-// does not exist there. Registered once the allocator works, hence after the handlers of the
-// libraries initialised before us: it runs last among the prepare handlers, which may malloc.
+// The fork protocol. fork() must not leave an allocator lock held, in the child, by a thread
+// that does not exist there, so the prepare handler takes every lock, in the lock order
+// (lock.hpp), and marks each "held for fork". Its wait is bounded: holders call nothing but
+// mmap/mprotect/madvise inside their critical sections and wait only for locks later in the
+// order. From then until the parent or child handler, NO thread waits for an allocator lock:
+// - a refill that cannot lock returns nothing and malloc forwards to the system allocator
+//   (glibc's malloc, which fork() locks last, after every handler, and resets in the child);
+// - a flush that cannot lock leaves the blocks in the thread's bin beyond its limit, or in a
+//   lock-free list that the next holder of the lock drains; a thread whose cache cannot be
+//   registered goes uncached for now; statistics read the frozen data as it is.
+// Why no waiting: a thread allocating inside a libc lock (getline reallocs its buffer under the
+// FILE lock) would block on us while fork() waits for the stdio list lock that another thread
+// (fflush(NULL)) holds while it waits for that FILE lock: a cycle through fork() itself.
+// Why handler order no longer matters: prepare handlers run in reverse order of registration,
+// child handlers in order, so other libraries' handlers may run while our locks are held for
+// fork (before ours release them), and they may malloc and free: that now falls back instead
+// of deadlocking, in the parent and in the child (where the forking thread is the only thread
+// and every lock reads "held for fork" until our child handler resets it).
 // A single-threaded process skips the locking, as glibc does, so that a fork from a signal
 // handler that interrupted malloc does not deadlock on the lock it interrupted.
 void prepare_fork() {

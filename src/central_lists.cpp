@@ -1,6 +1,7 @@
 #include "central_lists.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "lock.hpp"
 #include "pool_region.hpp"
@@ -14,7 +15,10 @@ constexpr std::size_t kStackBytes = std::size_t{512} << 10;
 constexpr std::size_t kMaxStackedBatches = 256;
 
 struct alignas(64) ClassList {
-  Lock lock;
+  Lock lock;  // first in the lock order (lock.hpp)
+  // Blocks given back while the lock was held for fork(), linked through their first word:
+  // pushed without the lock, drained into their spans by the next holder.
+  std::atomic<void*> orphans{nullptr};
   std::uint32_t stacked_batches = 0;
   BlockChain batches[kMaxStackedBatches];
   Span* partial = nullptr;  // spans with free blocks and used ones, doubly linked
@@ -69,9 +73,38 @@ struct alignas(64) ClassList {
     }
     return to_release;
   }
+  // Under the lock: the orphaned blocks back into their spans (see return_to_spans).
+  Span* drain_orphans() {
+    if (orphans.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    BlockChain chain{orphans.exchange(nullptr, std::memory_order_acquire), 0};
+    for (void* block = chain.head; block != nullptr; block = *static_cast<void**>(block))
+      ++chain.count;
+    return return_to_spans(chain);
+  }
+  // Without the lock, and without waiting: the chain joins the orphans.
+  void orphan(BlockChain chain) {
+    void* tail = chain.head;
+    for (std::uint32_t i = 1; i < chain.count; ++i) tail = *static_cast<void**>(tail);
+    void* head = orphans.load(std::memory_order_relaxed);
+    do {
+      *static_cast<void**>(tail) = head;
+    } while (!orphans.compare_exchange_weak(head, chain.head, std::memory_order_release,
+                                            std::memory_order_relaxed));
+  }
 };
 
 ClassList g_classes[kClassCount];
+
+// Links list `more` in front of `spans`.
+Span* concat(Span* more, Span* spans) {
+  while (more != nullptr) {
+    Span* next = more->next;
+    more->next = spans;
+    spans = more;
+    more = next;
+  }
+  return spans;
+}
 
 void release_all(Span* spans) {
   while (spans != nullptr) {
@@ -91,45 +124,56 @@ std::uint32_t stack_capacity(unsigned cls) {
 
 BlockChain take_blocks(unsigned cls) {
   ClassList& list = g_classes[cls];
-  LockGuard guard(list.lock);
-  if (list.stacked_batches != 0) {
-    const BlockChain batch = list.batches[--list.stacked_batches];
-    list.counters.stacked -= batch.count;
-    return batch;
+  BlockChain chain;
+  Span* to_release = nullptr;
+  {
+    TryLockGuard guard(list.lock);
+    if (!guard.locked()) return chain;  // held for fork(): the caller forwards to the system
+    to_release = list.drain_orphans();
+    if (list.stacked_batches != 0) {
+      chain = list.batches[--list.stacked_batches];
+      list.counters.stacked -= chain.count;
+    } else {
+      chain = list.carve_blocks(cls, batch_size(cls));
+    }
   }
-  return list.carve_blocks(cls, batch_size(cls));
+  release_all(to_release);
+  return chain;
 }
 
-void give_blocks(unsigned cls, BlockChain chain) {
+bool try_give_blocks(unsigned cls, BlockChain chain) {
   ClassList& list = g_classes[cls];
   Span* to_release = nullptr;
   {
-    LockGuard guard(list.lock);
+    TryLockGuard guard(list.lock);
+    if (!guard.locked()) return false;
+    to_release = list.drain_orphans();
     if (chain.count >= batch_size(cls) / 2 && list.stacked_batches < stack_capacity(cls)) {
       list.batches[list.stacked_batches++] = chain;
       list.counters.stacked += chain.count;
-      return;
+    } else {
+      to_release = concat(list.return_to_spans(chain), to_release);
     }
-    to_release = list.return_to_spans(chain);
   }
   release_all(to_release);  // outside the class lock: madvise is a system call
+  return true;
+}
+
+void give_blocks(unsigned cls, BlockChain chain) {
+  if (chain.count != 0 && !try_give_blocks(cls, chain)) g_classes[cls].orphan(chain);
 }
 
 void empty_central_stacks() {
   for (ClassList& list : g_classes) {
     Span* to_release = nullptr;
     {
-      LockGuard guard(list.lock);
+      TryLockGuard guard(list.lock);
+      if (!guard.locked()) continue;  // held for fork(): nothing to trim now
+      to_release = list.drain_orphans();
       while (list.stacked_batches != 0) {
         const BlockChain batch = list.batches[--list.stacked_batches];
         list.counters.stacked -= batch.count;
-        Span* emptied = list.return_to_spans(batch);
-        while (emptied != nullptr) {
-          Span* next = emptied->next;
-          emptied->next = to_release;
-          to_release = emptied;
-          emptied = next;
-        }
+        to_release = concat(list.return_to_spans(batch), to_release);
       }
     }
     release_all(to_release);
@@ -138,12 +182,14 @@ void empty_central_stacks() {
 
 ClassCounters class_counters(unsigned cls) {
   ClassList& list = g_classes[cls];
-  LockGuard guard(list.lock);
+  // Held for fork(), the counters cannot change: read them as they are. (The forking thread
+  // itself may be asking, from another library's fork handler.)
+  TryLockGuard guard(list.lock);
   return list.counters;
 }
 
 void lock_central_lists_for_fork() {
-  for (ClassList& list : g_classes) list.lock.lock();
+  for (ClassList& list : g_classes) list.lock.lock_for_fork();
 }
 
 void unlock_central_lists_after_fork(bool in_child) {

@@ -39,14 +39,22 @@ constexpr std::uint32_t batch_size(unsigned cls) {
 }
 
 // About batch_size(cls) blocks of class `cls` (a stacked batch, or blocks carved from spans);
-// fewer, maybe none, when the region is exhausted.
+// fewer, maybe none, when the region is exhausted; none, without waiting, while the class's
+// lock is held for fork(). A stacked batch may hold more than batch_size(cls) blocks.
 BlockChain take_blocks(unsigned cls);
 
 // Takes the blocks back: a chain of at least half a batch onto the stack while it has room,
 // anything else into the blocks' spans. A span that becomes empty goes back to span carving.
+// False, with the chain untouched, when the class's lock is held for fork().
+bool try_give_blocks(unsigned cls, BlockChain chain);
+
+// The same, but never fails and never waits: while the lock is held for fork(), the blocks
+// wait in a lock-free list of the class (walking the chain once), which the next holder of
+// the lock drains into the spans.
 void give_blocks(unsigned cls, BlockChain chain);
 
-// malloc_trim: empties every stack of batches into the spans.
+// malloc_trim: empties every stack of batches into the spans (skipping classes whose lock is
+// held for fork()).
 void empty_central_stacks();
 
 struct ClassCounters {

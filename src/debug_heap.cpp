@@ -2,9 +2,11 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -72,11 +74,114 @@ class Quarantine {
   std::size_t first_ = 0, count_ = 0, bytes_ = 0;
 };
 
-// Guards g_registry and g_quarantine. It is never held while calling into the allocator
-// underneath, so it needs no place in the core's lock order.
-Lock g_lock;  // guards g_registry and g_quarantine
+// Guards g_registry and g_quarantine: fourth in the lock order (lock.hpp), never held while
+// calling into the allocator underneath.
+Lock g_lock;
 BlockRegistry g_registry;
 Quarantine g_quarantine;
+
+// While g_lock is held for fork(), nothing waits for it (see the fork protocol in
+// bootstrap.cpp): an allocation records its block here instead of in the registry, a free
+// queues itself here, both without a lock, and the next holder of g_lock replays them (records
+// first, then frees). Lookups read the registry, frozen while held for fork, as readers
+// counted in g_fork_readers, whom every holder of g_lock lets finish before changing it.
+struct Deferred {
+  static constexpr std::uintptr_t kEmpty = 0, kClaimed = 1;
+  std::atomic<std::uintptr_t> address{kEmpty};  // published last
+  bool is_free = false;
+  BlockRecord record;                    // of an allocation
+  std::size_t expected_size = SIZE_MAX;  // of a free: a sized delete's size
+  const void* site = nullptr;            // of a free
+};
+constexpr std::size_t kDeferredCapacity = 4096;
+Deferred g_deferred[kDeferredCapacity];
+std::atomic<std::size_t> g_deferred_count{0};  // published and not replayed
+std::atomic<int> g_fork_readers{0};
+
+// False when every slot is taken (thousands of operations inside one fork).
+bool defer(const Deferred& operation) {
+  for (Deferred& slot : g_deferred) {
+    std::uintptr_t expected = Deferred::kEmpty;
+    if (slot.address.load(std::memory_order_relaxed) != Deferred::kEmpty ||
+        !slot.address.compare_exchange_strong(expected, Deferred::kClaimed,
+                                              std::memory_order_acquire))
+      continue;
+    slot.is_free = operation.is_free;
+    slot.record = operation.record;
+    slot.expected_size = operation.expected_size;
+    slot.site = operation.site;
+    g_deferred_count.fetch_add(1, std::memory_order_relaxed);
+    slot.address.store(operation.record.address, std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
+// A deferred allocation's record of `address`, or nullptr.
+const BlockRecord* find_deferred_record(std::uintptr_t address) {
+  if (g_deferred_count.load(std::memory_order_acquire) == 0) return nullptr;
+  for (const Deferred& slot : g_deferred) {
+    if (slot.address.load(std::memory_order_acquire) == address && !slot.is_free)
+      return &slot.record;
+  }
+  return nullptr;
+}
+
+// Runs `read` (read-only use of the registry and the quarantine) and returns true if g_lock is
+// held for fork(); returns false, running nothing, once it is not.
+template <class Read>
+bool read_while_held_for_fork(Read read) {
+  g_fork_readers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const bool frozen = g_lock.held_for_fork();
+  if (frozen) read();
+  g_fork_readers.fetch_sub(1, std::memory_order_release);
+  return frozen;
+}
+
+bool free_locked(const Deferred& operation, FreedBlock& to_release);
+
+// Under g_lock: replays what was deferred during a fork, allocations first. A free that the
+// quarantine cannot take stays queued (its block would have to be released under the lock).
+void replay_deferred() {
+  if (g_deferred_count.load(std::memory_order_acquire) == 0) return;
+  for (const bool frees : {false, true}) {
+    for (Deferred& slot : g_deferred) {
+      const std::uintptr_t address = slot.address.load(std::memory_order_acquire);
+      if (address <= Deferred::kClaimed || slot.is_free != frees) continue;
+      if (frees) {
+        FreedBlock to_release{};
+        if (free_locked(slot, to_release)) {
+          // Not quarantined: undo the removal, and try again on a later replay.
+          g_registry.insert(to_release.record);
+          return;
+        }
+      } else {
+        g_registry.insert(slot.record);
+      }
+      slot.address.store(Deferred::kEmpty, std::memory_order_relaxed);
+      g_deferred_count.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+// Takes g_lock, unless it is held for fork() (false, without waiting); then lets the readers
+// of the frozen registry finish and replays what was deferred.
+bool lock_heap_unless_forking() {
+  if (!g_lock.lock_unless_forking()) return false;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  while (g_fork_readers.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+  replay_deferred();
+  return true;
+}
+
+// The same, waiting: only where no fork can be in progress in this thread (exit).
+void lock_heap() {
+  g_lock.lock();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  while (g_fork_readers.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+  replay_deferred();
+}
 
 std::byte* user_bytes(const BlockRecord& record) {
   return reinterpret_cast<std::byte*>(record.address);
@@ -215,9 +320,13 @@ void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fi
   const BlockRecord record{reinterpret_cast<std::uintptr_t>(user), size, site,
                            static_cast<std::uint32_t>(front)};
   bool recorded = false;
-  {
-    LockGuard guard(g_lock);
+  if (lock_heap_unless_forking()) {
     recorded = g_registry.insert(record);
+    g_lock.unlock();
+  } else {
+    Deferred operation;
+    operation.record = record;
+    recorded = defer(operation);
   }
   if (!recorded) {
     deallocate(block);
@@ -227,37 +336,54 @@ void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fi
   return user;
 }
 
-// Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX.
-void free_checked(void* p, std::size_t expected_size, const void* site) {
-  if (p == nullptr) return;
-  g_lock.lock();
+// Under g_lock: the checks of a free, then the block goes to the quarantine; true when it
+// could not, and the caller is to release `to_release` once the lock is dropped.
+bool free_locked(const Deferred& operation, FreedBlock& to_release) {
+  void* p = reinterpret_cast<void*>(operation.address.load(std::memory_order_relaxed));
   const BlockRecord record = g_registry.remove(reinterpret_cast<std::uintptr_t>(p));
   if (record.address == 0) {
-    report_invalid("free", p, site);
-    g_lock.unlock();
-    return;  // in report mode: leave the memory alone rather than corrupt anything
+    report_invalid("free", p, operation.site);
+    return false;  // in report mode: leave the memory alone rather than corrupt anything
   }
-  if (expected_size != SIZE_MAX && expected_size != record.size) {
+  if (operation.expected_size != SIZE_MAX && operation.expected_size != record.size) {
     detail::Message message;
-    message << "poolalloc-debug: sized delete with the wrong size: " << std::uint64_t{expected_size}
-            << " bytes given at ";
-    append_call_site(message, site);
+    message << "poolalloc-debug: sized delete with the wrong size: "
+            << std::uint64_t{operation.expected_size} << " bytes given at ";
+    append_call_site(message, operation.site);
     message << " for ";
     describe(message, record);
     report(message);
   }
   check_guards(record, "found when the block was freed");
   std::memset(user_bytes(record), kFreedFill, record.size);
-  const FreedBlock freed{record, site};
-  const bool quarantined = g_quarantine.add(freed);
+  to_release = FreedBlock{record, operation.site};
+  return !g_quarantine.add(to_release);
+}
+
+// Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX.
+void free_checked(void* p, std::size_t expected_size, const void* site) {
+  if (p == nullptr) return;
+  Deferred operation;
+  operation.is_free = true;
+  operation.record.address = reinterpret_cast<std::uintptr_t>(p);
+  operation.address.store(operation.record.address, std::memory_order_relaxed);
+  operation.expected_size = expected_size;
+  operation.site = site;
+  if (!lock_heap_unless_forking()) {
+    // Held for fork(): checked when replayed. With every slot taken, the block is leaked.
+    defer(operation);
+    return;
+  }
+  FreedBlock to_release{};
+  const bool release = free_locked(operation, to_release);
   g_lock.unlock();
-  if (!quarantined) release_from_quarantine(freed);
+  if (release) release_from_quarantine(to_release);
   for (;;) {
     FreedBlock oldest{};
-    {
-      LockGuard guard(g_lock);
-      if (!g_quarantine.take_overflow(oldest)) return;
-    }
+    if (!lock_heap_unless_forking()) return;
+    const bool overflow = g_quarantine.take_overflow(oldest);
+    g_lock.unlock();
+    if (!overflow) return;
     release_from_quarantine(oldest);
   }
 }
@@ -270,14 +396,29 @@ __attribute__((destructor)) void on_exit() {
   check_at_exit();
 }
 
-// fork() must not leave the lock held by a thread that does not exist in the child.
+// fork() must not leave the lock held by a thread that does not exist in the child. The
+// protocol is the core's (bootstrap.cpp): held for fork, g_lock makes nobody wait. These
+// handlers skip a single-threaded process, as the core's do.
+bool g_locked_for_fork = false;
 void lock_for_fork() {
-  g_lock.lock();
+  if (__libc_single_threaded) return;
+  g_lock.lock_for_fork();
+  g_locked_for_fork = true;
 }
 void unlock_in_parent() {
-  g_lock.unlock();
+  if (!g_locked_for_fork) return;
+  g_locked_for_fork = false;
+  g_lock.unlock_after_fork(false);
 }
 void unlock_in_child() {
+  // The threads that were reading the frozen registry, or deferring an operation, do not exist
+  // here: forget their reads and their claimed slots.
+  g_locked_for_fork = false;
+  g_fork_readers.store(0, std::memory_order_relaxed);
+  for (Deferred& slot : g_deferred) {
+    if (slot.address.load(std::memory_order_relaxed) == Deferred::kClaimed)
+      slot.address.store(Deferred::kEmpty, std::memory_order_relaxed);
+  }
   g_lock.unlock_after_fork(true);
 }
 __attribute__((constructor)) void on_load() {
@@ -328,10 +469,11 @@ void report_leaks() {
 }
 
 void check_at_exit() {
-  LockGuard guard(g_lock);
+  lock_heap();
   g_registry.for_each([](const BlockRecord& record) { check_guards(record, "found at exit"); });
   g_quarantine.for_each([](const FreedBlock& block) { check_freed_fill(block, "found at exit"); });
   if (g_options.leak_report) report_leaks();
+  g_lock.unlock();
 }
 
 }  // namespace
@@ -348,19 +490,39 @@ void* DebugHeap::aligned(std::size_t alignment, std::size_t size, const void* si
   return allocate_checked(alignment, size, kFreshFill, site);
 }
 
+// The live block p: its record, or false after reporting an invalid `operation`.
+bool find_live(void* p, const char* operation, const void* site, BlockRecord& record) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  bool found = false;
+  const auto look_up = [&] {
+    const BlockRecord* live = g_registry.find(address);
+    if (live == nullptr) live = find_deferred_record(address);
+    if (live != nullptr) record = *live;
+    found = live != nullptr;
+    if (!found) report_invalid(operation, p, site);
+  };
+  if (lock_heap_unless_forking()) {
+    look_up();
+    g_lock.unlock();
+    return found;
+  }
+  while (!read_while_held_for_fork(look_up)) {
+    if (lock_heap_unless_forking()) {
+      look_up();
+      g_lock.unlock();
+      break;
+    }
+  }
+  return found;
+}
+
 void* DebugHeap::realloc(void* p, std::size_t size, const void* site) {
   BlockRecord record;
-  {
-    LockGuard guard(g_lock);
-    const BlockRecord* live = g_registry.find(reinterpret_cast<std::uintptr_t>(p));
-    if (live == nullptr) {
-      report_invalid("realloc", p, site);
-      errno = EINVAL;
-      return nullptr;
-    }
-    record = *live;
-    check_guards(record, "found by realloc");
+  if (!find_live(p, "realloc", site, record)) {
+    errno = EINVAL;
+    return nullptr;
   }
+  check_guards(record, "found by realloc");
   void* moved = allocate_checked(kMinAlignment, size, kFreshFill, site);
   if (moved == nullptr) return nullptr;
   std::memcpy(moved, p, std::min(size, record.size));
@@ -378,13 +540,9 @@ void DebugHeap::sized_free(void* p, std::size_t size, const void* site) {
 
 std::size_t DebugHeap::usable_size(void* p, const void* site) {
   if (p == nullptr) return 0;
-  LockGuard guard(g_lock);
-  const BlockRecord* live = g_registry.find(reinterpret_cast<std::uintptr_t>(p));
-  if (live == nullptr) {
-    report_invalid("malloc_usable_size", p, site);
-    return 0;
-  }
-  return live->size;  // exactly what was asked for: a write past it is an overflow
+  BlockRecord record;
+  if (!find_live(p, "malloc_usable_size", site, record)) return 0;
+  return record.size;  // exactly what was asked for: a write past it is an overflow
 }
 
 }  // namespace poolalloc::internal

@@ -1,5 +1,22 @@
 // A futex lock for the slow paths. It allocates nothing, so it can be used inside malloc, and
 // it can be reset in the child of fork() whatever state the parent's threads left it in.
+//
+// Lock order. A thread holding a lock takes only locks later in this list, and the prepare
+// handlers of fork() acquire them in this order:
+//   1. a size class's central list lock (central_lists.cpp), one class at a time, in class order
+//   2. the span carving lock (span_carving.cpp), taken under 1 when a class carves a span
+//   3. the thread cache registry lock (thread_cache.cpp), never held with 1 or 2
+//   4. the debug heap's lock (debug_heap.cpp), never held while calling into 1-3
+// Critical sections call nothing outside the allocator but mmap, mprotect and madvise, so a
+// holder never waits for anything but a lock later in the order: the forking thread's wait for
+// each lock is bounded.
+//
+// Held for fork: from the prepare handler to the parent or child handler, every lock is in
+// the state kForkHeld. No thread may wait for a lock in that state (it might hold a libc lock
+// that fork() itself needs next, or be the forking thread running another library's handler):
+// lock_unless_forking() returns false instead and the caller falls back (system allocator,
+// blocks kept in the thread cache, a lock-free list drained later). Plain lock() waits, and is
+// used only where the caller holds no libc lock and is never the forking thread.
 #pragma once
 
 #include <atomic>
@@ -11,26 +28,46 @@ class Lock {
   void lock() {
     int expected = kFree;
     if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire)) [[unlikely]]
-      lock_contended();
+      lock_contended(/*give_up_when_forking=*/false);
+  }
+  // Takes the lock unless it is held for fork(); false, without waiting, when it is.
+  [[nodiscard]] bool lock_unless_forking() {
+    int expected = kFree;
+    if (state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire)) [[likely]]
+      return true;
+    return lock_contended(/*give_up_when_forking=*/true);
   }
   void unlock() {
     if (state_.exchange(kFree, std::memory_order_release) == kContended) [[unlikely]]
-      wake_one();
+      wake(1);
   }
-  // After fork(): the parent unlocks; the child, where no other thread exists to hold it,
-  // resets it whatever state the parent's threads left it in.
+  // True when held for fork(): its data then stays unchanged until the fork is over.
+  [[nodiscard]] bool held_for_fork() const {
+    return state_.load(std::memory_order_acquire) == kForkHeld;
+  }
+  // The prepare handler: takes the lock (waiting for its holder to leave its critical section),
+  // marks it held for fork and wakes every waiter, so that those which can fall back do.
+  void lock_for_fork() {
+    lock();
+    state_.store(kForkHeld, std::memory_order_release);
+    wake(kWakeAll);
+  }
+  // After fork(): the parent releases it and wakes every waiter; the child, where no other
+  // thread exists to hold it, resets it whatever state the parent's threads left it in.
   void unlock_after_fork(bool in_child) {
     if (in_child) {
       state_.store(kFree, std::memory_order_relaxed);
     } else {
-      unlock();
+      state_.store(kFree, std::memory_order_release);
+      wake(kWakeAll);
     }
   }
 
  private:
-  static constexpr int kFree = 0, kLocked = 1, kContended = 2;
-  void lock_contended();
-  void wake_one();
+  static constexpr int kFree = 0, kLocked = 1, kContended = 2, kForkHeld = 3;
+  static constexpr int kWakeAll = 0x7fffffff;
+  bool lock_contended(bool give_up_when_forking);
+  void wake(int waiters);
   std::atomic<int> state_{kFree};
 };
 
@@ -43,6 +80,22 @@ class LockGuard {
 
  private:
   Lock& lock_;
+};
+
+// Holds the lock unless it was held for fork(); test locked() before touching what it guards.
+class TryLockGuard {
+ public:
+  explicit TryLockGuard(Lock& lock) : lock_(lock), locked_(lock.lock_unless_forking()) {}
+  ~TryLockGuard() {
+    if (locked_) lock_.unlock();
+  }
+  [[nodiscard]] bool locked() const { return locked_; }
+  TryLockGuard(const TryLockGuard&) = delete;
+  TryLockGuard& operator=(const TryLockGuard&) = delete;
+
+ private:
+  Lock& lock_;
+  bool locked_;
 };
 
 }  // namespace poolalloc::internal

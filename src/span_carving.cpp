@@ -20,7 +20,7 @@ constexpr std::size_t kGrowthStep = 16;
 constexpr std::uint32_t kMinGrowthBackoff = 16;
 constexpr std::uint32_t kMaxGrowthBackoff = 4096;
 
-Lock g_carving_lock;
+Lock g_carving_lock;                  // second in the lock order (lock.hpp)
 std::size_t g_fresh_span = 0;         // spans [0, g_fresh_span) have been carved at least once
 std::uint32_t g_growth_backoff = 0;   // after the last failure (0: the last growth succeeded)
 std::uint32_t g_growth_deferred = 0;  // carve requests left to refuse before trying again
@@ -36,6 +36,9 @@ std::size_t g_retained_budget = kMinRetainedSpans;
 Span* g_retained = nullptr;
 std::size_t g_retained_count = 0;
 std::atomic<std::size_t> g_carved_spans{0};
+// Empty spans released while the carving lock was held for fork(), linked through Span::next:
+// pushed without the lock, filed by the next holder (retained, or handed back to the OS).
+std::atomic<Span*> g_released_while_forking{nullptr};
 
 // Maps more of the region so that span g_fresh_span exists; false when it cannot be had now.
 // Called with the carving lock held.
@@ -57,25 +60,68 @@ bool grow_for_fresh_span() {
   return false;
 }
 
+// Under the carving lock: files one released span (retained within the budget, else its pages
+// go back to the OS, which the caller does once the lock is dropped).
+void file_released_span(Span& span, Span*& to_hand_back) {
+  if (g_retained_count < g_retained_budget) {
+    span.next = g_retained;
+    g_retained = &span;
+    ++g_retained_count;
+    return;
+  }
+  span.next = to_hand_back;
+  to_hand_back = &span;
+}
+
+// Under the carving lock: files the spans released while it was held for fork().
+void file_spans_released_while_forking(Span*& to_hand_back) {
+  if (g_released_while_forking.load(std::memory_order_relaxed) == nullptr) return;
+  Span* span = g_released_while_forking.exchange(nullptr, std::memory_order_acquire);
+  while (span != nullptr) {
+    Span* next = span->next;
+    file_released_span(*span, to_hand_back);
+    span = next;
+  }
+}
+
+// Without the lock and without waiting: the span waits for the next holder of the lock.
+void release_while_forking(Span& span) {
+  Span* head = g_released_while_forking.load(std::memory_order_relaxed);
+  do {
+    span.next = head;
+  } while (!g_released_while_forking.compare_exchange_weak(head, &span, std::memory_order_release,
+                                                           std::memory_order_relaxed));
+}
+
+void hand_back_all_to_os(Span* spans);
+
 }  // namespace
 
 Span* carve_span(unsigned cls) {
   Span* span = nullptr;
+  Span* to_hand_back = nullptr;
   {
+    // Called under a class lock: the forking thread takes this lock after every class lock,
+    // so it cannot be held for fork() here, and waiting for it is bounded.
     LockGuard guard(g_carving_lock);
+    file_spans_released_while_forking(to_hand_back);
     if (g_retained != nullptr) {
       span = g_retained;
       g_retained = span->next;
       --g_retained_count;
+    } else if (to_hand_back != nullptr) {
+      span = to_hand_back;  // released, not yet handed back: carve it again as it is
+      to_hand_back = span->next;
     } else if (g_unused != nullptr) {
       span = g_unused;
       g_unused = span->next;
       g_retained_budget = std::min(g_retained_budget + 1, kMaxRetainedSpans);
-    } else {
-      if (g_fresh_span == region_mapped_spans() && !grow_for_fresh_span()) return nullptr;
+    } else if (g_fresh_span < region_mapped_spans() || grow_for_fresh_span()) {
       span = &g_region.spans[g_fresh_span++];
     }
   }
+  hand_back_all_to_os(to_hand_back);
+  if (span == nullptr) return nullptr;
   const std::uint32_t block_size = class_size(cls);
   span->blocks = detail::LazyBlockList(span_start(*span), block_size, kSpanSize / block_size);
   span->next = span->prev = nullptr;
@@ -86,11 +132,22 @@ Span* carve_span(unsigned cls) {
 
 namespace {
 
-void hand_back_to_os(Span& span) {
-  release_pages(span_start(span), kSpanSize);
-  LockGuard guard(g_carving_lock);
-  span.next = g_unused;
-  g_unused = &span;
+// Outside the lock (madvise is a system call); the spans then join the unused ones, or wait
+// for the lock's next holder while it is held for fork() (they are filed again then: a
+// second madvise costs nothing).
+void hand_back_all_to_os(Span* spans) {
+  while (spans != nullptr) {
+    Span* next = spans->next;
+    release_pages(span_start(*spans), kSpanSize);
+    TryLockGuard guard(g_carving_lock);
+    if (guard.locked()) {
+      spans->next = g_unused;
+      g_unused = spans;
+    } else {
+      release_while_forking(*spans);
+    }
+    spans = next;
+  }
 }
 
 }  // namespace
@@ -98,32 +155,37 @@ void hand_back_to_os(Span& span) {
 void release_span(Span& span) {
   g_region.span_class_plus_one[span_index_of(span)] = 0;
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
+  Span* to_hand_back = nullptr;
   {
-    LockGuard guard(g_carving_lock);
-    if (g_retained_count < g_retained_budget) {
-      span.next = g_retained;
-      g_retained = &span;
-      ++g_retained_count;
+    TryLockGuard guard(g_carving_lock);
+    if (!guard.locked()) {
+      release_while_forking(span);
       return;
     }
+    file_spans_released_while_forking(to_hand_back);
+    file_released_span(span, to_hand_back);
   }
-  hand_back_to_os(span);  // outside the lock: madvise is a system call
+  hand_back_all_to_os(to_hand_back);  // outside the lock: madvise is a system call
 }
 
 std::size_t release_retained_spans() {
   Span* retained = nullptr;
-  std::size_t count = 0;
   {
-    LockGuard guard(g_carving_lock);
-    std::swap(retained, g_retained);
-    std::swap(count, g_retained_count);
+    TryLockGuard guard(g_carving_lock);
+    if (!guard.locked()) return 0;  // held for fork(): nothing to trim now
+    file_spans_released_while_forking(retained);
+    while (g_retained != nullptr) {
+      Span* span = g_retained;
+      g_retained = span->next;
+      span->next = retained;
+      retained = span;
+    }
+    g_retained_count = 0;
     g_retained_budget = kMinRetainedSpans;
   }
-  while (retained != nullptr) {
-    Span* next = retained->next;
-    hand_back_to_os(*retained);
-    retained = next;
-  }
+  std::size_t count = 0;
+  for (Span* span = retained; span != nullptr; span = span->next) ++count;
+  hand_back_all_to_os(retained);
   return count << kSpanShift;
 }
 
@@ -135,7 +197,7 @@ std::size_t resident_bytes() {
   std::size_t resident = 0;
   std::size_t fresh = 0;
   {
-    LockGuard guard(g_carving_lock);
+    TryLockGuard guard(g_carving_lock);  // held for fork(), it cannot change: read it as it is
     fresh = g_fresh_span;
   }
   for (std::size_t span = 0; span < fresh; ++span) {
@@ -147,7 +209,7 @@ std::size_t resident_bytes() {
 }
 
 void lock_span_carving_for_fork() {
-  g_carving_lock.lock();
+  g_carving_lock.lock_for_fork();
 }
 void unlock_span_carving_after_fork(bool in_child) {
   g_carving_lock.unlock_after_fork(in_child);

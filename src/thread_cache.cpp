@@ -27,16 +27,19 @@ constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = fa
 // Thread caches are carved from mappings of their own and recycled when threads exit.
 constexpr std::size_t kCachesPerMapping = 64;
 
-Lock g_registry_lock;
-ThreadCache* g_live = nullptr;      // caches of running threads
+Lock g_registry_lock;           // third in the lock order (lock.hpp), never held with the others
+ThreadCache* g_live = nullptr;  // caches of running threads
 ThreadCache* g_recycled = nullptr;  // caches of exited threads, ready for new ones
 std::uint64_t g_live_count = 0;
 std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
 pthread_key_t g_exit_key;
 
+// nullptr when no memory could be had, or, without waiting, while the registry is held for
+// fork(): the thread then goes uncached for now and tries again on its next slow path.
 ThreadCache* new_cache() {
-  LockGuard guard(g_registry_lock);
+  TryLockGuard guard(g_registry_lock);
+  if (!guard.locked()) return nullptr;
   if (g_recycled == nullptr) {
     void* mapping = mmap(nullptr, kCachesPerMapping * sizeof(ThreadCache), PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -59,6 +62,9 @@ ThreadCache* new_cache() {
   return cache;
 }
 
+// Waits for the registry lock even while it is held for fork(): an exiting thread's key
+// destructor holds no libc lock and is never the forking thread, so the fork completes and
+// the parent handler wakes it.
 void retire_cache(ThreadCache* cache) {
   LockGuard guard(g_registry_lock);
   for (unsigned cls = 0; cls < kClassCount; ++cls)
@@ -70,6 +76,8 @@ void retire_cache(ThreadCache* cache) {
   g_recycled = cache;
 }
 
+// Gives the bin's blocks back to the central lists (which keep them aside, without waiting,
+// while held for fork()).
 void flush_bin(unsigned cls, CacheBin& bin) {
   if (bin.count != 0) give_blocks(cls, BlockChain{bin.head, bin.count});
   if (bin.parked != nullptr) give_blocks(cls, BlockChain{bin.parked, bin.limit});
@@ -127,6 +135,9 @@ void* refill_and_allocate(unsigned cls) {
   return block;
 }
 
+// While the central lists are held for fork(), a full bin keeps its blocks beyond its limit
+// (nothing waits); the list then holds more than `limit` blocks, and the next free that finds
+// it so hands the whole list to the central lists (the parked batch holds exactly `limit`).
 void flush_and_deallocate(unsigned cls, void* block) {
   if (cls >= kClassCount) report_invalid_pointer("free", block);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
@@ -137,8 +148,13 @@ void flush_and_deallocate(unsigned cls, void* block) {
     give_blocks(cls, one);
   } else {
     CacheBin& bin = cache->bin_of_class(cls);
-    if (bin.count == bin.limit) {
-      if (bin.parked != nullptr) give_blocks(cls, BlockChain{bin.parked, bin.limit});
+    if (bin.count > bin.limit) {
+      if (try_give_blocks(cls, BlockChain{bin.head, bin.count})) {
+        bin.head = nullptr;
+        bin.count = 0;
+      }
+    } else if (bin.count == bin.limit &&
+               (bin.parked == nullptr || try_give_blocks(cls, BlockChain{bin.parked, bin.limit}))) {
       bin.parked = bin.head;
       bin.head = nullptr;
       bin.count = 0;
@@ -155,8 +171,10 @@ void flush_thread_cache() {
   for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, t_cache->bin_of_class(cls));
 }
 
+// Held for fork(), the registry cannot change: it is read as it is. (The forking thread
+// itself may be asking, from another library's fork handler.)
 ClassUsage class_usage(unsigned cls) {
-  LockGuard guard(g_registry_lock);
+  TryLockGuard guard(g_registry_lock);
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     usage.requests += cache->bins[cls].requests;
@@ -167,12 +185,12 @@ ClassUsage class_usage(unsigned cls) {
 }
 
 std::uint64_t live_thread_caches() {
-  LockGuard guard(g_registry_lock);
+  TryLockGuard guard(g_registry_lock);
   return g_live_count;
 }
 
 void lock_thread_caches_for_fork() {
-  g_registry_lock.lock();
+  g_registry_lock.lock_for_fork();
 }
 void unlock_thread_caches_after_fork(bool in_child) {
   g_registry_lock.unlock_after_fork(in_child);

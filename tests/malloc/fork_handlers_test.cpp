@@ -1,0 +1,76 @@
+// fork() in a multithreaded program whose fork handlers, registered by a library initialised
+// before the allocator (fork_handler_library.cpp), allocate: in the prepare handler, which runs
+// after the allocator's, and in the child handler, which runs before the allocator's. Neither
+// may deadlock, whatever the order of the handlers. Each scenario runs under a watchdog.
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "fork_handler_library.hpp"
+#include "fork_scenario.hpp"
+
+namespace malloc_test {
+namespace {
+
+constexpr unsigned kWatchdogSeconds = 30;
+constexpr long kForks = 500;
+constexpr double kForkSeconds = 10;
+
+[[noreturn]] void child_allocates_and_exits() {
+  for (size_t size : {16u, 3000u, 6000u, 20000u, 100000u}) {
+    void* p = malloc(size);
+    if (p == nullptr) _exit(20);
+    memset(p, 1, size);
+    free(p);
+  }
+  _exit(0);
+}
+
+// Forks while another thread allocates (so that the allocator takes its locks for the fork).
+int handlers_scenario(bool in_prepare, bool in_child) {
+  fork_handlers_allocate(in_prepare, in_child);
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    void* slots[32] = {};
+    for (unsigned i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+      void*& slot = slots[i % 32];
+      free(slot);
+      slot = malloc(16 + (i * 97) % 2000);
+    }
+    for (void* p : slots) free(p);
+  });
+  const long forks = fork_loop(kForks, kForkSeconds, child_allocates_and_exits);
+  stop = true;
+  busy.join();
+  if (forks <= 0) return 21;
+#ifndef POOLALLOC_TEST_DEBUG_HEAP
+  // The allocator's prepare handler ran before the library's: the library's first allocation
+  // in the fork window did not come from the pools.
+  if (in_prepare && fork_handlers_first_prepare_pooled() != 0) return 22;
+#endif
+  return 0;
+}
+
+TEST(ForkHandlers, LibraryHandlersAreRegisteredBeforeTheAllocators) {
+  EXPECT_TRUE(fork_handlers_registered_first());
+}
+
+TEST(ForkHandlers, PrepareHandlerThatAllocatesRunsAfterTheAllocators) {
+  EXPECT_TRUE(RunUnderWatchdog(kWatchdogSeconds, [] { return handlers_scenario(true, false); }));
+}
+
+TEST(ForkHandlers, ChildHandlerThatAllocatesRunsBeforeTheAllocators) {
+  EXPECT_TRUE(RunUnderWatchdog(kWatchdogSeconds, [] { return handlers_scenario(false, true); }));
+}
+
+TEST(ForkHandlers, PrepareAndChildHandlersThatAllocate) {
+  EXPECT_TRUE(RunUnderWatchdog(kWatchdogSeconds, [] { return handlers_scenario(true, true); }));
+}
+
+}  // namespace
+}  // namespace malloc_test
