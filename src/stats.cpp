@@ -23,6 +23,30 @@ ClassStats class_stats(unsigned cls) {
           central.peak_out, central.spans,         central.spans * kSpanSize};
 }
 
+// Every class read once; the totals are the sums of those same figures.
+struct Snapshot {
+  ClassStats classes[kClassCount];
+  poolalloc_stats totals;
+};
+
+void take_snapshot(Snapshot& snapshot) {
+  poolalloc_stats& totals = snapshot.totals;
+  totals = {};
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const ClassStats& s = snapshot.classes[cls] = class_stats(cls);
+    totals.pooled_requests += s.requests;
+    totals.pooled_frees += s.frees;
+    totals.pooled_live += s.live;
+    totals.pooled_peak += s.peak;
+    totals.spans_in_use += s.spans;
+    totals.bytes_held += s.bytes_held;
+  }
+  totals.system_requests = g_system_counters.requests.load(std::memory_order_relaxed);
+  totals.system_bytes = g_system_counters.bytes.load(std::memory_order_relaxed);
+  totals.thread_caches = live_thread_caches();
+  totals.resident_bytes = resident_bytes();
+}
+
 template <class... Values>
 void print_row(int fd, const Values&... values) {
   detail::Message line;
@@ -37,18 +61,18 @@ void print_total(int fd, std::string_view label, std::uint64_t value) {
   line.write_to(fd);
 }
 
-}  // namespace
-
-void print_stats(int fd) {
+void print_snapshot(int fd) {
+  Snapshot snapshot;
+  take_snapshot(snapshot);
   print_total(fd, "poolalloc statistics, pid", static_cast<std::uint64_t>(getpid()));
   print_row(fd, "class", "block size", "requests", "frees", "live", "peak", "spans", "bytes held");
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    const ClassStats s = class_stats(cls);
+    const ClassStats& s = snapshot.classes[cls];
     if (s.requests == 0 && s.spans == 0) continue;
     print_row(fd, std::uint64_t{cls}, class_size(cls), s.requests, s.frees, s.live, s.peak, s.spans,
               s.bytes_held);
   }
-  const poolalloc_stats totals = collect_stats();
+  const poolalloc_stats& totals = snapshot.totals;
   print_total(fd, "system-forwarded requests", totals.system_requests);
   print_total(fd, "system-forwarded bytes", totals.system_bytes);
   print_total(fd, "thread caches in use", totals.thread_caches);
@@ -57,22 +81,16 @@ void print_stats(int fd) {
   print_total(fd, "pooled requests", totals.pooled_requests);
 }
 
+}  // namespace
+
+void print_stats(int fd) {
+  print_snapshot(fd);
+}
+
 poolalloc_stats collect_stats() {
-  poolalloc_stats totals{};
-  for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    const ClassStats s = class_stats(cls);
-    totals.pooled_requests += s.requests;
-    totals.pooled_frees += s.frees;
-    totals.pooled_live += s.live;
-    totals.pooled_peak += s.peak;
-    totals.spans_in_use += s.spans;
-    totals.bytes_held += s.bytes_held;
-  }
-  totals.system_requests = g_system_counters.requests.load(std::memory_order_relaxed);
-  totals.system_bytes = g_system_counters.bytes.load(std::memory_order_relaxed);
-  totals.thread_caches = live_thread_caches();
-  totals.resident_bytes = resident_bytes();
-  return totals;
+  Snapshot snapshot;
+  take_snapshot(snapshot);
+  return snapshot.totals;
 }
 
 struct mallinfo2 pooled_mallinfo2() {
