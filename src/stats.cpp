@@ -1,6 +1,9 @@
 #include "stats.hpp"
 
+#include <sys/stat.h>
+
 #include "central_lists.hpp"
+#include "options.hpp"
 #include "pool_region.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "span_carving.hpp"
@@ -81,10 +84,26 @@ void print_snapshot(int fd) {
   print_total(fd, "pooled requests", totals.pooled_requests);
 }
 
+// Whether fd is open on the file that stderr was when the options were read.
+bool refers_to_initial_stderr(int fd) {
+  struct stat now {};
+  return fd >= 0 && fstat(fd, &now) == 0 && now.st_dev == g_options.stats_device &&
+         now.st_ino == g_options.stats_inode;
+}
+
 }  // namespace
 
 void print_stats(int fd) {
   print_snapshot(fd);
+}
+
+void print_stats_at_exit() {
+  if (g_options.stats_fd < 0) return;
+  if (refers_to_initial_stderr(STDERR_FILENO)) {
+    print_snapshot(STDERR_FILENO);
+  } else if (refers_to_initial_stderr(g_options.stats_fd)) {
+    print_snapshot(g_options.stats_fd);
+  }
 }
 
 poolalloc_stats collect_stats() {
