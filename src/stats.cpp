@@ -1,5 +1,6 @@
 #include "stats.hpp"
 
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include "central_lists.hpp"
@@ -50,6 +51,19 @@ void take_snapshot(Snapshot& snapshot) {
   totals.resident_bytes = resident_bytes();
 }
 
+// While the table is written the thread cannot be cancelled: write is a cancellation point,
+// and glibc's malloc_stats disables cancellation too.
+class NoCancellation {
+ public:
+  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state_); }
+  ~NoCancellation() { pthread_setcancelstate(state_, nullptr); }
+  NoCancellation(const NoCancellation&) = delete;
+  NoCancellation& operator=(const NoCancellation&) = delete;
+
+ private:
+  int state_ = PTHREAD_CANCEL_ENABLE;
+};
+
 template <class... Values>
 void print_row(int fd, const Values&... values) {
   detail::Message line;
@@ -94,11 +108,13 @@ bool refers_to_initial_stderr(int fd) {
 }  // namespace
 
 void print_stats(int fd) {
+  const NoCancellation no_cancellation;
   print_snapshot(fd);
 }
 
 void print_stats_at_exit() {
   if (g_options.stats_fd < 0) return;
+  const NoCancellation no_cancellation;
   if (refers_to_initial_stderr(STDERR_FILENO)) {
     print_snapshot(STDERR_FILENO);
   } else if (refers_to_initial_stderr(g_options.stats_fd)) {

@@ -8,6 +8,7 @@
 
 namespace poolalloc::internal {
 
+// Writes the table to fd. The thread cannot be cancelled while it prints.
 void print_stats(int fd);
 // POOLALLOC_STATS=1 at exit: the table goes to the stderr the program started with, through
 // fd 2 or the copy of it taken at start-up, whichever still refers to it; never into a file

@@ -1,6 +1,7 @@
 // The statistics, figure by figure: exact per-class counts after a known sequence of
 // allocations (the table once read each class's counters from the bin of the class below, and
-// left the 32 KiB class out of the totals).
+// left the 32 KiB class out of the totals), and a table printed by a thread with a cancellation
+// pending.
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -138,6 +139,46 @@ TEST(StatsPerClass, TotalsAreTheSumOfTheRows) {
   }
   EXPECT_EQ(requests, total_of(table, "pooled requests: ")) << table.text;
   EXPECT_GE(rows_of(table)[k32KiB].live, 1u) << table.text;
+}
+
+// A cancellation pending in a thread that prints: glibc's malloc_stats disables cancellation
+// while it writes; the whole table must come out, from both functions.
+int g_captured_stderr = -1;
+int g_captured_direct = -1;
+
+void* print_with_cancel_pending(void*) {
+  pthread_cancel(pthread_self());  // deferred: acted on at the next cancellation point
+  malloc_stats();
+  poolalloc_print_stats(g_captured_direct);
+  pthread_testcancel();
+  return nullptr;
+}
+
+std::string contents(int fd) {
+  std::string text(static_cast<std::size_t>(lseek(fd, 0, SEEK_END)), '\0');
+  pread(fd, text.data(), text.size(), 0);
+  return text;
+}
+
+TEST(StatsOutput, PrintsTheWholeTableWithACancellationPending) {
+  g_captured_stderr = memfd_create("stderr", MFD_CLOEXEC);
+  g_captured_direct = memfd_create("direct", MFD_CLOEXEC);
+  const int saved_stderr = dup(STDERR_FILENO);
+  dup2(g_captured_stderr, STDERR_FILENO);
+  pthread_t thread;
+  void* result = nullptr;
+  const int created = pthread_create(&thread, nullptr, print_with_cancel_pending, nullptr);
+  if (created == 0) pthread_join(thread, &result);
+  dup2(saved_stderr, STDERR_FILENO);
+  close(saved_stderr);
+  ASSERT_EQ(created, 0);
+  EXPECT_EQ(result, PTHREAD_CANCELED) << "the cancellation was lost";
+  const std::string via_malloc_stats = contents(g_captured_stderr);
+  const std::string via_print_stats = contents(g_captured_direct);
+  EXPECT_NE(via_malloc_stats.find("pooled requests: "), std::string::npos) << via_malloc_stats;
+  EXPECT_NE(via_print_stats.find("pooled requests: "), std::string::npos) << via_print_stats;
+  close(g_captured_stderr);
+  close(g_captured_direct);
 }
 
 }  // namespace
