@@ -414,4 +414,12 @@ struct mallinfo2 DebugHeap::mallinfo2() {
   return pooled_mallinfo2();
 }
 
+struct mallinfo DebugHeap::mallinfo() {
+  return pooled_mallinfo();
+}
+
+int DebugHeap::malloc_info(int options, FILE* stream) {
+  return pooled_malloc_info(options, stream);
+}
+
 }  // namespace poolalloc::internal

@@ -9,6 +9,7 @@
 #include <malloc.h>
 
 #include <cstddef>
+#include <cstdio>
 
 #include "poolalloc/poolalloc.h"
 
@@ -34,6 +35,8 @@ struct DebugHeap {
   static void print_stats(int fd);
   static poolalloc_stats stats();
   static struct mallinfo2 mallinfo2();
+  static struct mallinfo mallinfo();
+  static int malloc_info(int options, FILE* stream);
 };
 
 }  // namespace poolalloc::internal

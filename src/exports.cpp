@@ -127,6 +127,15 @@ POOLALLOC_EXPORT struct mallinfo2 mallinfo2() {
   return Heap::mallinfo2();
 }
 
+// mallinfo's fields are int: each saturates at INT_MAX (glibc 2.36 truncates them instead).
+POOLALLOC_EXPORT struct mallinfo mallinfo() {
+  return Heap::mallinfo();
+}
+
+POOLALLOC_EXPORT int malloc_info(int options, FILE* stream) {
+  return Heap::malloc_info(options, stream);
+}
+
 POOLALLOC_EXPORT int poolalloc_owns(const void* p) {
   return Heap::owns(p) ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 
 #if POOLALLOC_DEBUG_HEAP
 #include "debug_heap.hpp"
@@ -34,6 +35,8 @@ struct ReleaseHeap {
   static void print_stats(int fd) { internal::print_stats(fd); }
   static poolalloc_stats stats() { return collect_stats(); }
   static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
+  static struct mallinfo mallinfo() { return pooled_mallinfo(); }
+  static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }
 };
 using Heap = ReleaseHeap;
 #endif

@@ -3,6 +3,10 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
 #include "central_lists.hpp"
 #include "options.hpp"
 #include "pool_region.hpp"
@@ -105,6 +109,10 @@ bool refers_to_initial_stderr(int fd) {
          now.st_ino == g_options.stats_inode;
 }
 
+int saturated(std::size_t value) {
+  return value > static_cast<std::size_t>(INT_MAX) ? INT_MAX : static_cast<int>(value);
+}
+
 }  // namespace
 
 void print_stats(int fd) {
@@ -139,6 +147,105 @@ struct mallinfo2 pooled_mallinfo2() {
   info.uordblks += live_bytes;
   info.fordblks += held - live_bytes;
   return info;
+}
+
+struct mallinfo pooled_mallinfo() {
+  const struct mallinfo2 wide = pooled_mallinfo2();
+  struct mallinfo info {};
+  info.arena = saturated(wide.arena);
+  info.ordblks = saturated(wide.ordblks);
+  info.smblks = saturated(wide.smblks);
+  info.hblks = saturated(wide.hblks);
+  info.hblkhd = saturated(wide.hblkhd);
+  info.usmblks = saturated(wide.usmblks);
+  info.fsmblks = saturated(wide.fsmblks);
+  info.uordblks = saturated(wide.uordblks);
+  info.fordblks = saturated(wide.fordblks);
+  info.keepcost = saturated(wide.keepcost);
+  return info;
+}
+
+int pooled_malloc_info(int options, FILE* stream) {
+  if (options != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  // Everything is read first, and no allocator lock is held while stdio runs: the stream's
+  // buffer and the memory stream below are allocated through malloc.
+  Snapshot snapshot;
+  take_snapshot(snapshot);
+  char* document = nullptr;
+  std::size_t length = 0;
+  FILE* memory = open_memstream(&document, &length);
+  if (memory == nullptr) return system_malloc_info(0, stream);
+  const int status = system_malloc_info(0, memory);
+  if (fclose(memory) != 0 || status != 0 || document == nullptr) {
+    free(document);  // NOLINT: open_memstream's buffer comes from malloc
+    return system_malloc_info(0, stream);
+  }
+  // glibc's document: <malloc version="1">, one <heap> per arena, the totals, </malloc>. The
+  // pools go in as one more heap, and into the totals.
+  std::size_t heaps = 0;
+  for (const char* at = document; (at = std::strstr(at, "<heap nr=")) != nullptr; ++at) ++heaps;
+  const char* totals = nullptr;
+  for (const char* at = document; (at = std::strstr(at, "</heap>\n")) != nullptr; ++at)
+    totals = at + std::strlen("</heap>\n");
+  std::size_t fast_count = 0, fast_size = 0, rest_count = 0, rest_size = 0, mmap_size = 0;
+  std::size_t current = 0, max = 0, aspace = 0, mprotect = 0;
+  int mmap_count = 0;
+  const bool parsed = totals != nullptr &&
+                      std::sscanf(totals,
+                                  "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n"
+                                  "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+                                  "<total type=\"mmap\" count=\"%d\" size=\"%zu\"/>\n"
+                                  "<system type=\"current\" size=\"%zu\"/>\n"
+                                  "<system type=\"max\" size=\"%zu\"/>\n"
+                                  "<aspace type=\"total\" size=\"%zu\"/>\n"
+                                  "<aspace type=\"mprotect\" size=\"%zu\"/>\n",
+                                  &fast_count, &fast_size, &rest_count, &rest_size, &mmap_count,
+                                  &mmap_size, &current, &max, &aspace, &mprotect) == 10;
+  if (!parsed) {
+    fputs(document, stream);
+    free(document);  // NOLINT
+    return ferror(stream) ? -1 : 0;
+  }
+  fwrite(document, 1, static_cast<std::size_t>(totals - document), stream);
+  free(document);  // NOLINT
+  std::size_t free_count = 0, free_bytes = 0;
+  fprintf(stream, "<heap nr=\"%zu\">\n<sizes>\n", heaps);
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const ClassStats& s = snapshot.classes[cls];
+    if (s.spans == 0) continue;
+    const std::size_t blocks = s.spans * (kSpanSize / class_size(cls));
+    const std::size_t count = blocks > s.live ? blocks - s.live : 0;
+    free_count += count;
+    free_bytes += count * class_size(cls);
+    fprintf(stream, "  <size from=\"%u\" to=\"%u\" total=\"%zu\" count=\"%zu\"/>\n",
+            class_size(cls), class_size(cls), count * class_size(cls), count);
+  }
+  const std::size_t held = snapshot.totals.bytes_held;
+  fprintf(stream,
+          "</sizes>\n"
+          "<total type=\"fast\" count=\"0\" size=\"0\"/>\n"
+          "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+          "<system type=\"current\" size=\"%zu\"/>\n"
+          "<system type=\"max\" size=\"%zu\"/>\n"
+          "<aspace type=\"total\" size=\"%zu\"/>\n"
+          "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
+          "</heap>\n",
+          free_count, free_bytes, held, held, held, held);
+  fprintf(stream,
+          "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n"
+          "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+          "<total type=\"mmap\" count=\"%d\" size=\"%zu\"/>\n"
+          "<system type=\"current\" size=\"%zu\"/>\n"
+          "<system type=\"max\" size=\"%zu\"/>\n"
+          "<aspace type=\"total\" size=\"%zu\"/>\n"
+          "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
+          "</malloc>\n",
+          fast_count, fast_size, rest_count + free_count, rest_size + free_bytes, mmap_count,
+          mmap_size, current + held, max + held, aspace + held, mprotect + held);
+  return ferror(stream) ? -1 : 0;
 }
 
 }  // namespace poolalloc::internal

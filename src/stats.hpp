@@ -1,8 +1,11 @@
 // Statistics: the table printed by POOLALLOC_STATS=1, malloc_stats() and
-// poolalloc_print_stats(), and the numbers behind poolalloc_get_stats() and mallinfo2().
+// poolalloc_print_stats(), and the numbers behind poolalloc_get_stats(), mallinfo2(), mallinfo()
+// and malloc_info().
 #pragma once
 
 #include <malloc.h>
+
+#include <cstdio>
 
 #include "poolalloc/poolalloc.h"
 
@@ -16,5 +19,9 @@ void print_stats(int fd);
 void print_stats_at_exit();
 poolalloc_stats collect_stats();
 struct mallinfo2 pooled_mallinfo2();
+// mallinfo2's figures, each saturated at INT_MAX.
+struct mallinfo pooled_mallinfo();
+// glibc's malloc_info document with the pools added as one more heap and in the totals.
+int pooled_malloc_info(int options, FILE* stream);
 
 }  // namespace poolalloc::internal

@@ -1,7 +1,7 @@
 // The statistics, figure by figure: exact per-class counts after a known sequence of
 // allocations (the table once read each class's counters from the bin of the class below, and
-// left the 32 KiB class out of the totals), and a table printed by a thread with a cancellation
-// pending.
+// left the 32 KiB class out of the totals), a table printed by a thread with a cancellation
+// pending, mallinfo past 2 GiB, and malloc_info (on a full disk too).
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -179,6 +179,82 @@ TEST(StatsOutput, PrintsTheWholeTableWithACancellationPending) {
   EXPECT_NE(via_print_stats.find("pooled requests: "), std::string::npos) << via_print_stats;
   close(g_captured_stderr);
   close(g_captured_direct);
+}
+
+// mallinfo (int fields) reports the pools too, and a figure past INT_MAX saturates.
+TEST(Mallinfo, ReportsThePoolsAndSaturatesPast2GiB) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 1000; ++i) blocks.push_back(malloc(opaque<size_t>(1000)));
+  void* huge = malloc(opaque<size_t>(3) << 30);  // mmapped by glibc, never touched
+  ASSERT_NE(huge, nullptr);
+  (void)mallinfo2();  // the first call looks glibc's function up
+  const struct mallinfo2 wide = mallinfo2();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const struct mallinfo narrow = mallinfo();  // deprecated by glibc for this very overflow
+#pragma GCC diagnostic pop
+  poolalloc_stats stats{};
+  poolalloc_get_stats(&stats);
+  free(huge);
+  for (void* p : blocks) free(p);
+  EXPECT_GE(wide.hblkhd, size_t{3} << 30);
+  EXPECT_EQ(narrow.hblkhd, INT_MAX);
+  EXPECT_GE(wide.arena, stats.bytes_held);
+  EXPECT_GE(static_cast<std::size_t>(narrow.arena), stats.bytes_held);
+  EXPECT_GE(static_cast<std::size_t>(narrow.uordblks), 1000u * 1000u);
+  auto clamp = [](std::size_t v) { return v > INT_MAX ? INT_MAX : static_cast<int>(v); };
+  EXPECT_EQ(narrow.arena, clamp(wide.arena));
+  EXPECT_EQ(narrow.hblks, clamp(wide.hblks));
+  EXPECT_EQ(narrow.uordblks, clamp(wide.uordblks));
+  EXPECT_EQ(narrow.fordblks, clamp(wide.fordblks));
+}
+
+std::string malloc_info_text() {
+  char* text = nullptr;
+  size_t length = 0;
+  FILE* stream = open_memstream(&text, &length);
+  EXPECT_EQ(malloc_info(0, stream), 0);
+  fclose(stream);
+  std::string result(text, length);
+  free(text);
+  return result;
+}
+
+std::uint64_t xml_figure(const std::string& text, const std::string& element) {
+  // The last occurrence: the document's totals come after the heaps.
+  const std::size_t at = text.rfind(element);
+  if (at == std::string::npos) return UINT64_MAX;
+  return std::strtoull(text.c_str() + at + element.size(), nullptr, 10);
+}
+
+TEST(MallocInfo, GlibcsDocumentWithThePoolsAdded) {
+  void* p = malloc(opaque<size_t>(16));
+  poolalloc_stats stats{};
+  poolalloc_get_stats(&stats);
+  const std::string text = malloc_info_text();
+  free(p);
+  EXPECT_EQ(text.rfind("<malloc version=\"1\">\n<heap nr=\"0\">\n", 0), 0u) << text;
+  EXPECT_TRUE(text.ends_with("</malloc>\n")) << text;
+  EXPECT_NE(text.find("<size from=\"16\" to=\"16\" total=\""), std::string::npos) << text;
+  EXPECT_GE(xml_figure(text, "<system type=\"current\" size=\""), stats.bytes_held) << text;
+  EXPECT_GE(xml_figure(text, "<aspace type=\"total\" size=\""), stats.bytes_held) << text;
+  errno = 0;
+  FILE* stream = fopen("/dev/null", "w");
+  EXPECT_EQ(malloc_info(1, stream), -1);
+  EXPECT_EQ(errno, EINVAL);
+  fclose(stream);
+}
+
+// A stream that cannot be written (a full disk): an error at worst, no crash, no hang.
+TEST(MallocInfo, AFullDiskIsAnErrorAndNothingWorse) {
+  FILE* full = fopen("/dev/full", "w");
+  ASSERT_NE(full, nullptr);
+  setvbuf(full, nullptr, _IONBF, 0);
+  EXPECT_EQ(malloc_info(0, full), -1);
+  fclose(full);
+  void* p = malloc(opaque<size_t>(64));  // the allocator still works
+  EXPECT_NE(poolalloc_owns(p), 0);
+  free(p);
 }
 
 }  // namespace
