@@ -90,10 +90,14 @@ POOLALLOC_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t size) {
 
 POOLALLOC_EXPORT int posix_memalign(void** result, std::size_t alignment, std::size_t size) {
   if (alignment % sizeof(void*) != 0 || !std::has_single_bit(alignment)) return EINVAL;
+  // As glibc 2.36: errno is left at ENOMEM on failure and untouched on success.
   const int saved_errno = errno;
   void* block = Heap::aligned(alignment, size, CALLER);
+  if (block == nullptr) {
+    errno = ENOMEM;
+    return ENOMEM;
+  }
   errno = saved_errno;
-  if (block == nullptr) return ENOMEM;
   *result = block;
   return 0;
 }
