@@ -1,11 +1,13 @@
 #include "stats.hpp"
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <ctime>
 
 #include "central_lists.hpp"
 #include "options.hpp"
@@ -25,8 +27,11 @@ struct ClassStats {
 ClassStats class_stats(unsigned cls) {
   const ClassCounters central = class_counters(cls);
   const ClassUsage usage = class_usage(cls);
-  // Blocks out of their spans are live, or wait in a thread cache or the stack of batches.
-  const std::uint64_t live = central.blocks_out - central.stacked - usage.cached;
+  // Blocks out of their spans are live, or wait in a thread cache or the stack of batches. The
+  // two reads are not one snapshot while other threads allocate: keep the figures in range.
+  const std::uint64_t waiting = central.stacked + usage.cached;
+  std::uint64_t live = central.blocks_out > waiting ? central.blocks_out - waiting : 0;
+  if (live > usage.requests) live = usage.requests;
   return {usage.requests,   usage.requests - live, live,
           central.peak_out, central.spans,         central.spans * kSpanSize};
 }
@@ -55,17 +60,44 @@ void take_snapshot(Snapshot& snapshot) {
   totals.resident_bytes = resident_bytes();
 }
 
-// While the table is written the thread cannot be cancelled: write is a cancellation point,
-// and glibc's malloc_stats disables cancellation too.
-class NoCancellation {
+// While the table is written: no cancellation (write is a cancellation point, and glibc's
+// malloc_stats disables it too), and no SIGPIPE for a reader that has gone: the signal is
+// blocked, and one that the writing raised is taken back before it is unblocked.
+class QuietOutput {
  public:
-  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state_); }
-  ~NoCancellation() { pthread_setcancelstate(state_, nullptr); }
-  NoCancellation(const NoCancellation&) = delete;
-  NoCancellation& operator=(const NoCancellation&) = delete;
+  QuietOutput() : saved_errno_(errno) {
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state_);
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old_mask_);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+  }
+  ~QuietOutput() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      const timespec no_wait{};
+      while (sigtimedwait(&pipe, nullptr, &no_wait) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+    pthread_setcancelstate(cancel_state_, nullptr);
+    errno = saved_errno_;  // failed writes (EPIPE) are no concern of the caller's
+  }
+  QuietOutput(const QuietOutput&) = delete;
+  QuietOutput& operator=(const QuietOutput&) = delete;
 
  private:
-  int state_ = PTHREAD_CANCEL_ENABLE;
+  int saved_errno_;
+  int cancel_state_ = PTHREAD_CANCEL_ENABLE;
+  sigset_t old_mask_;
+  bool was_pending_ = false;
 };
 
 template <class... Values>
@@ -116,13 +148,13 @@ int saturated(std::size_t value) {
 }  // namespace
 
 void print_stats(int fd) {
-  const NoCancellation no_cancellation;
+  const QuietOutput quiet;
   print_snapshot(fd);
 }
 
 void print_stats_at_exit() {
   if (g_options.stats_fd < 0) return;
-  const NoCancellation no_cancellation;
+  const QuietOutput quiet;
   if (refers_to_initial_stderr(STDERR_FILENO)) {
     print_snapshot(STDERR_FILENO);
   } else if (refers_to_initial_stderr(g_options.stats_fd)) {
@@ -143,6 +175,7 @@ struct mallinfo2 pooled_mallinfo2() {
   for (unsigned cls = 0; cls < kClassCount; ++cls)
     live_bytes += class_stats(cls).live * class_size(cls);
   const std::size_t held = carved_bytes();
+  if (live_bytes > held) live_bytes = held;  // a snapshot taken while other threads allocate
   info.arena += held;
   info.uordblks += live_bytes;
   info.fordblks += held - live_bytes;

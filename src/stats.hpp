@@ -11,7 +11,8 @@
 
 namespace poolalloc::internal {
 
-// Writes the table to fd. The thread cannot be cancelled while it prints.
+// Writes the table to fd. The thread cannot be cancelled while it prints, and a reader that
+// has gone (EPIPE) ends the table instead of raising SIGPIPE.
 void print_stats(int fd);
 // POOLALLOC_STATS=1 at exit: the table goes to the stderr the program started with, through
 // fd 2 or the copy of it taken at start-up, whichever still refers to it; never into a file

@@ -102,4 +102,16 @@ TEST(StatsDestination, StderrClosedAtExitStillGetsTheTable) {
   EXPECT_NE(err.find("pooled requests: "), std::string::npos) << err;
 }
 
+// stderr is a pipe whose reader has gone by the time the table is written: the program's exit
+// status must be its own, not death by SIGPIPE.
+TEST(StatsDestination, APipeWithoutReaderAtExitKillsNothing) {
+  const std::string line =
+      "bash -c 'POOLALLOC_STATS=1 LD_PRELOAD=" POOLALLOC_LIBRARY " " STATS_FD_HELPER
+      " slow-exit 2>&1 >/dev/null | true; "
+      "exit ${PIPESTATUS[0]}'";
+  const int status = std::system(line.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "141 is death by SIGPIPE";
+}
+
 }  // namespace

@@ -5,6 +5,7 @@
 //                    and writes "payload\n" to it
 //   daemon-all DATA  the same, but closes fds 0..1023 first (stderr included)
 //   close-stderr     closes fd 2 before it exits, as coreutils and xz do
+//   slow-exit        waits a moment (the reader of its stderr pipe goes away meanwhile)
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
   }
   if (strcmp(argv[1], "close-stderr") == 0) {
     close(STDERR_FILENO);
+    return 0;
+  }
+  if (strcmp(argv[1], "slow-exit") == 0) {
+    usleep(200 * 1000);
     return 0;
   }
   return 1;

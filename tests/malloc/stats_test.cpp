@@ -1,7 +1,8 @@
 // The statistics, figure by figure: exact per-class counts after a known sequence of
 // allocations (the table once read each class's counters from the bin of the class below, and
-// left the 32 KiB class out of the totals), a table printed by a thread with a cancellation
-// pending, mallinfo past 2 GiB, and malloc_info (on a full disk too).
+// left the 32 KiB class out of the totals), and the reports under pressure: a cancelled thread,
+// a pipe whose reader has gone, a thousand live threads, threads allocating while it is read,
+// mallinfo past 2 GiB, malloc_info on a full disk.
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -179,6 +180,128 @@ TEST(StatsOutput, PrintsTheWholeTableWithACancellationPending) {
   EXPECT_NE(via_print_stats.find("pooled requests: "), std::string::npos) << via_print_stats;
   close(g_captured_stderr);
   close(g_captured_direct);
+}
+
+bool sigpipe_pending() {
+  sigset_t pending;
+  sigpending(&pending);
+  return sigismember(&pending, SIGPIPE) == 1;
+}
+
+// The default action of SIGPIPE ends the process: printing to a pipe nobody reads must not.
+TEST(StatsOutput, APipeWithoutReaderRaisesNoSignal) {
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  close(ends[0]);
+  sigset_t mask_before, mask_after;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask_before);
+  errno = 4321;
+  poolalloc_print_stats(ends[1]);
+  const int error = errno;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask_after);
+  close(ends[1]);
+  EXPECT_EQ(error, 4321);
+  EXPECT_FALSE(sigpipe_pending());
+  EXPECT_EQ(sigismember(&mask_before, SIGPIPE), sigismember(&mask_after, SIGPIPE));
+}
+
+// A SIGPIPE the program itself had pending (blocked) stays pending: only ours is taken back.
+TEST(StatsOutput, TheProgramsOwnPendingSigpipeIsKept) {
+  sigset_t pipe_only, old_mask;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  raise(SIGPIPE);
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  close(ends[0]);
+  poolalloc_print_stats(ends[1]);
+  close(ends[1]);
+  EXPECT_TRUE(sigpipe_pending());
+  const timespec no_wait{};
+  sigtimedwait(&pipe_only, nullptr, &no_wait);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+}
+
+// Figures read while other threads allocate are not one snapshot, but none may wrap around.
+TEST(StatsUnderLoad, FiguresStayInRangeWhileThreadsAllocate) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&stop, t] {
+      void* held[64] = {};
+      for (unsigned i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        void*& slot = held[(i * 7 + t) % 64];
+        free(slot);
+        slot = malloc(opaque<size_t>(16 + (i * 37 + t * 101) % 4000));
+      }
+      for (void* p : held) free(p);
+    });
+  }
+  static Capture table;
+  bool in_range = true;
+  std::uint64_t largest = 0;
+  for (int round = 0; round < 200; ++round) {
+    poolalloc_stats stats{};
+    poolalloc_get_stats(&stats);
+    capture_table(table);
+    for (std::uint64_t value : {stats.pooled_requests, stats.pooled_frees, stats.pooled_live})
+      largest = std::max(largest, value);
+    in_range = in_range && stats.pooled_live <= stats.pooled_requests &&
+               stats.pooled_frees <= stats.pooled_requests && largest < (std::uint64_t{1} << 48);
+  }
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_TRUE(in_range) << "largest figure " << largest;
+  for (const auto& [size, row] : rows_of(table)) {
+    EXPECT_LT(row.frees, std::uint64_t{1} << 48) << size << "\n" << table.text;
+    EXPECT_LE(row.live, row.requests) << size;
+  }
+}
+
+// A thousand threads alive, each holding one block of a class nothing else uses here.
+TEST(StatsUnderLoad, AThousandLiveThreadsAreCountedExactly) {
+  constexpr unsigned kThreads = 1000;
+  constexpr std::uint64_t kClass = 24576;
+  static Capture before, during, after;
+  capture_table(before);
+  pthread_barrier_t allocated, release;
+  pthread_barrier_init(&allocated, nullptr, kThreads + 1);
+  pthread_barrier_init(&release, nullptr, kThreads + 1);
+  struct Shared {
+    pthread_barrier_t* allocated;
+    pthread_barrier_t* release;
+  } shared{&allocated, &release};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 << 10);
+  std::vector<pthread_t> threads(kThreads);
+  capture_table(before);
+  for (pthread_t& thread : threads) {
+    ASSERT_EQ(pthread_create(
+                  &thread, &attr,
+                  [](void* arg) -> void* {
+                    auto* s = static_cast<Shared*>(arg);
+                    void* block = malloc(opaque<size_t>(24000));
+                    pthread_barrier_wait(s->allocated);
+                    pthread_barrier_wait(s->release);
+                    free(block);
+                    return nullptr;
+                  },
+                  &shared),
+              0);
+  }
+  pthread_barrier_wait(&allocated);
+  capture_table(during);
+  pthread_barrier_wait(&release);
+  for (pthread_t thread : threads) pthread_join(thread, nullptr);
+  capture_table(after);
+  pthread_attr_destroy(&attr);
+  pthread_barrier_destroy(&allocated);
+  pthread_barrier_destroy(&release);
+  EXPECT_EQ(delta(before, during, kClass), (Delta{kThreads, 0, kThreads})) << during.text;
+  EXPECT_GE(total_of(during, "thread caches in use: "), kThreads);
+  EXPECT_EQ(delta(before, after, kClass), (Delta{kThreads, kThreads, 0})) << after.text;
 }
 
 // mallinfo (int fields) reports the pools too, and a figure past INT_MAX saturates.
