@@ -76,7 +76,7 @@ __attribute__((constructor)) void on_load() {
 }
 
 __attribute__((destructor)) void on_exit() {
-  if (g_options.stats_fd >= 0) print_stats(g_options.stats_fd);
+  print_stats_at_exit();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "lock.hpp"
 #include "options.hpp"
 #include "poolalloc/detail/message.hpp"
+#include "stats.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -543,6 +544,40 @@ std::size_t DebugHeap::usable_size(void* p, const void* site) {
   BlockRecord record;
   if (!find_live(p, "malloc_usable_size", site, record)) return 0;
   return record.size;  // exactly what was asked for: a write past it is an overflow
+}
+
+bool DebugHeap::owns(const void* p) {
+  if (p == nullptr) return false;
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  LockGuard guard(g_lock);
+  const BlockRecord* live = g_registry.find(address);
+  if (live != nullptr) return region_owns(underlying_block(*live));
+  const FreedBlock* freed = g_quarantine.find(address);
+  return freed != nullptr && region_owns(underlying_block(freed->record));
+}
+
+bool DebugHeap::trim(std::size_t pad) {
+  return internal::trim(pad);
+}
+
+void DebugHeap::print_stats(int fd) {
+  internal::print_stats(fd);
+}
+
+poolalloc_stats DebugHeap::stats() {
+  return collect_stats();
+}
+
+struct mallinfo2 DebugHeap::mallinfo2() {
+  return pooled_mallinfo2();
+}
+
+struct mallinfo DebugHeap::mallinfo() {
+  return pooled_mallinfo();
+}
+
+int DebugHeap::malloc_info(int options, FILE* stream) {
+  return pooled_malloc_info(options, stream);
 }
 
 }  // namespace poolalloc::internal

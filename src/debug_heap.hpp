@@ -6,7 +6,12 @@
 // writes into freed blocks, sized deletes of the wrong size, and leaks at exit.
 #pragma once
 
+#include <malloc.h>
+
 #include <cstddef>
+#include <cstdio>
+
+#include "poolalloc/poolalloc.h"
 
 namespace poolalloc::internal {
 
@@ -23,6 +28,15 @@ struct DebugHeap {
   static void free(void* p, const void* site);
   static void sized_free(void* p, std::size_t size, const void* site);
   static std::size_t usable_size(void* p, const void* site);
+  // A block the debug heap handed out (live, or freed and still in the quarantine) whose
+  // memory the pools serve. The rest is the release allocator's answer.
+  static bool owns(const void* p);
+  static bool trim(std::size_t pad);
+  static void print_stats(int fd);
+  static poolalloc_stats stats();
+  static struct mallinfo2 mallinfo2();
+  static struct mallinfo mallinfo();
+  static int malloc_info(int options, FILE* stream);
 };
 
 }  // namespace poolalloc::internal

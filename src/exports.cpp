@@ -1,5 +1,6 @@
-// The exported C allocation API, with glibc 2.36's argument semantics. Every other symbol of
-// the library is hidden.
+// The exported C allocation API, with glibc 2.36's argument semantics, and poolalloc's own.
+// Each function checks its arguments and makes one call into the Heap (heap.hpp). Every other
+// symbol of the library is hidden.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -7,10 +8,8 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "allocator.hpp"
 #include "heap.hpp"
 #include "poolalloc/poolalloc.h"
-#include "stats.hpp"
 
 #define POOLALLOC_EXPORT extern "C" __attribute__((visibility("default")))
 #define CALLER __builtin_return_address(0)
@@ -91,10 +90,14 @@ POOLALLOC_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t size) {
 
 POOLALLOC_EXPORT int posix_memalign(void** result, std::size_t alignment, std::size_t size) {
   if (alignment % sizeof(void*) != 0 || !std::has_single_bit(alignment)) return EINVAL;
+  // As glibc 2.36: errno is left at ENOMEM on failure and untouched on success.
   const int saved_errno = errno;
   void* block = Heap::aligned(alignment, size, CALLER);
+  if (block == nullptr) {
+    errno = ENOMEM;
+    return ENOMEM;
+  }
   errno = saved_errno;
-  if (block == nullptr) return ENOMEM;
   *result = block;
   return 0;
 }
@@ -117,27 +120,36 @@ POOLALLOC_EXPORT std::size_t malloc_usable_size(void* p) {
 }
 
 POOLALLOC_EXPORT int malloc_trim(std::size_t pad) {
-  return trim(pad) ? 1 : 0;
+  return Heap::trim(pad) ? 1 : 0;
 }
 
 POOLALLOC_EXPORT void malloc_stats() {
-  print_stats(STDERR_FILENO);
+  Heap::print_stats(STDERR_FILENO);
 }
 
 POOLALLOC_EXPORT struct mallinfo2 mallinfo2() {
-  return pooled_mallinfo2();
+  return Heap::mallinfo2();
+}
+
+// mallinfo's fields are int: each saturates at INT_MAX (glibc 2.36 truncates them instead).
+POOLALLOC_EXPORT struct mallinfo mallinfo() {
+  return Heap::mallinfo();
+}
+
+POOLALLOC_EXPORT int malloc_info(int options, FILE* stream) {
+  return Heap::malloc_info(options, stream);
 }
 
 POOLALLOC_EXPORT int poolalloc_owns(const void* p) {
-  return region_owns(p) && class_of_block(p) != kClassCount;
+  return Heap::owns(p) ? 1 : 0;
 }
 
 POOLALLOC_EXPORT void poolalloc_print_stats(int fd) {
-  print_stats(fd);
+  Heap::print_stats(fd);
 }
 
 POOLALLOC_EXPORT int poolalloc_get_stats(struct poolalloc_stats* stats) {
   if (stats == nullptr) return -1;
-  *stats = collect_stats();
+  *stats = Heap::stats();
   return 0;
 }

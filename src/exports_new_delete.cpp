@@ -1,5 +1,7 @@
 // The exported C++ replaceable allocation functions: every operator new and delete that
 // libstdc++ exports. The size given to a sized delete is only a hint and is not trusted.
+#include <stdlib.h>
+
 #include <new>
 
 #include "heap.hpp"
@@ -45,6 +47,11 @@ void* aligned_nothrow(std::size_t size, std::align_val_t alignment, const void* 
   return allocate_or_null(
       [=] { return Heap::aligned(static_cast<std::size_t>(alignment), size, site); });
 }
+
+// Linked from libpoolalloc.a, this object must bring exports.cpp's malloc with it: a program that
+// names only new and delete would otherwise take the operators from the archive and leave
+// malloc (so strdup, every library's allocations, and frees of them) to glibc.
+[[gnu::used]] void* (*const g_malloc_comes_along)(std::size_t) = &malloc;
 
 }  // namespace
 

@@ -1,14 +1,17 @@
 // The heap behind the exported functions: the release allocator, or in libpoolalloc-debug the
-// checking layer over it (debug_heap.hpp). The exported functions check their arguments and
+// checking layer over it (debug_heap.hpp). Every exported function is one call into Heap, so
+// both builds answer every export alike. The exported functions check their arguments and
 // pass the caller's address along, which only the debug heap uses (to name call sites).
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 
 #if POOLALLOC_DEBUG_HEAP
 #include "debug_heap.hpp"
 #else
 #include "allocator.hpp"
+#include "stats.hpp"
 #endif
 
 namespace poolalloc::internal {
@@ -26,6 +29,14 @@ struct ReleaseHeap {
   static void free(void* p, const void*) { deallocate(p); }
   static void sized_free(void* p, std::size_t, const void*) { deallocate(p); }
   static std::size_t usable_size(void* p, const void*) { return internal::usable_size(p); }
+  // A live or free block of the pools, by its first byte.
+  static bool owns(const void* p) { return region_owns(p) && class_of_block(p) != kClassCount; }
+  static bool trim(std::size_t pad) { return internal::trim(pad); }
+  static void print_stats(int fd) { internal::print_stats(fd); }
+  static poolalloc_stats stats() { return collect_stats(); }
+  static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
+  static struct mallinfo mallinfo() { return pooled_mallinfo(); }
+  static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }
 };
 using Heap = ReleaseHeap;
 #endif

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string_view>
@@ -104,8 +105,12 @@ bool read_options() {
             g_options.quarantine_bytes);
   bool stats = false;
   read_flag("POOLALLOC_STATS", "0", "1", stats);
-  if (stats && g_options.stats_fd < 0)
+  struct stat initial_stderr {};
+  if (stats && g_options.stats_fd < 0 && fstat(STDERR_FILENO, &initial_stderr) == 0) {
+    g_options.stats_device = initial_stderr.st_dev;
+    g_options.stats_inode = initial_stderr.st_ino;
     g_options.stats_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  }
   read_flag("POOLALLOC_LEAKS", "0", "1", g_options.leak_report);
   bool report_only = !g_options.abort_on_error;
   read_flag("POOLALLOC_ON_ERROR", "abort", "report", report_only);

@@ -2,6 +2,8 @@
 // lists them; an invalid value is reported once on stderr and the default is kept.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 
 #include "size_classes.hpp"
@@ -12,8 +14,12 @@ struct Options {
   std::size_t max_pooled = kLargestClassSize;       // POOLALLOC_MAX_POOLED
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
   // POOLALLOC_STATS=1: a copy of the stderr the program started with, where the table goes at
-  // exit (programs such as coreutils close stderr itself before exiting); -1 otherwise.
+  // exit when fd 2 no longer refers to it (programs such as coreutils close stderr itself before
+  // exiting); -1 otherwise. A daemon may close the copy and reuse its number for a file of its
+  // own: the table goes only to a descriptor that is still that stderr, by its identity.
   int stats_fd = -1;
+  dev_t stats_device = 0;
+  ino_t stats_inode = 0;
   // Read by the debug build only:
   bool abort_on_error = true;               // POOLALLOC_ON_ERROR=abort|report
   bool leak_report = false;                 // POOLALLOC_LEAKS

@@ -1,15 +1,28 @@
 // Statistics: the table printed by POOLALLOC_STATS=1, malloc_stats() and
-// poolalloc_print_stats(), and the numbers behind poolalloc_get_stats() and mallinfo2().
+// poolalloc_print_stats(), and the numbers behind poolalloc_get_stats(), mallinfo2(), mallinfo()
+// and malloc_info().
 #pragma once
 
 #include <malloc.h>
+
+#include <cstdio>
 
 #include "poolalloc/poolalloc.h"
 
 namespace poolalloc::internal {
 
+// Writes the table to fd. The thread cannot be cancelled while it prints, and a reader that
+// has gone (EPIPE) ends the table instead of raising SIGPIPE.
 void print_stats(int fd);
+// POOLALLOC_STATS=1 at exit: the table goes to the stderr the program started with, through
+// fd 2 or the copy of it taken at start-up, whichever still refers to it; never into a file
+// the program opened since under either number.
+void print_stats_at_exit();
 poolalloc_stats collect_stats();
 struct mallinfo2 pooled_mallinfo2();
+// mallinfo2's figures, each saturated at INT_MAX.
+struct mallinfo pooled_mallinfo();
+// glibc's malloc_info document with the pools added as one more heap and in the totals.
+int pooled_malloc_info(int options, FILE* stream);
 
 }  // namespace poolalloc::internal

@@ -40,4 +40,10 @@ struct mallinfo2 system_mallinfo2() {
   return function != nullptr ? function() : (struct mallinfo2){};
 }
 
+int system_malloc_info(int options, FILE* stream) {
+  static std::atomic<int (*)(int, FILE*)> cached{nullptr};
+  auto function = glibc_function(cached, "malloc_info");
+  return function != nullptr ? function(options, stream) : 0;
+}
+
 }  // namespace poolalloc::internal

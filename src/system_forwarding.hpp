@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 extern "C" {
 void* __libc_malloc(std::size_t size);
@@ -58,5 +59,6 @@ inline void system_free(void* p) {
 std::size_t system_usable_size(void* p);
 int system_trim(std::size_t pad);
 struct mallinfo2 system_mallinfo2();
+int system_malloc_info(int options, FILE* stream);
 
 }  // namespace poolalloc::internal

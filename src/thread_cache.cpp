@@ -177,8 +177,8 @@ ClassUsage class_usage(unsigned cls) {
   TryLockGuard guard(g_registry_lock);
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
-    usage.requests += cache->bins[cls].requests;
     const CacheBin& bin = cache->bin_of_class(cls);
+    usage.requests += bin.requests;
     usage.cached += bin.count + (bin.parked != nullptr ? bin.limit : 0);
   }
   return usage;

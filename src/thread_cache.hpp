@@ -22,14 +22,23 @@ struct CacheBin {
 };
 static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift");
 
-struct ThreadCache {
-  // bins[cls + 1] serves class cls. bins[0] stays empty with limit 0: the free fast path indexes
-  // bins with the span's class byte (the class plus one, 0 for a span that serves no class),
-  // so that a pointer into such a span costs no test there and simply lands in the slow path.
-  CacheBin bins[kClassCount + 1];
-  CacheBin& bin_of_class(std::size_t cls) { return (bins + 1)[cls]; }
+class ThreadCache {
+ public:
+  // The bin that serves class `cls`.
+  CacheBin& bin_of_class(std::size_t cls) { return bins_[cls + 1]; }
+  const CacheBin& bin_of_class(std::size_t cls) const { return bins_[cls + 1]; }
+  // The bin named by a span's class byte (the class plus one, 0 for a span that serves no
+  // class): the free fast path indexes with it directly.
+  CacheBin& bin_of_span_byte(unsigned span_byte) { return bins_[span_byte]; }
+
   ThreadCache* next = nullptr;  // in the registry of live caches
   ThreadCache* prev = nullptr;
+
+ private:
+  // bins_[cls + 1] serves class cls. bins_[0] stays empty with limit 0, so that a pointer into a
+  // span that serves no class costs no test on the free fast path and simply lands in the slow
+  // path. Only the two accessors above index it.
+  CacheBin bins_[kClassCount + 1];
 };
 
 // What t_cache points to before a thread's first allocation and after its exit: all bins

@@ -162,8 +162,7 @@ TEST(PosixMemalign, BadAlignmentIsEinvalAndWritesNothing) {
   }
 }
 
-// posix_memalign_nomem: ENOMEM and *memptr untouched. (glibc itself sets errno on this path,
-// so errno is not checked here.)
+// posix_memalign_nomem: ENOMEM and *memptr untouched.
 TEST(PosixMemalign, HugeSizeIsEnomemAndWritesNothing) {
   const size_t page = page_size();
   const std::pair<size_t, size_t> cases[] = {{sizeof(void*), SIZE_MAX},
@@ -175,6 +174,31 @@ TEST(PosixMemalign, HugeSizeIsEnomemAndWritesNothing) {
     EXPECT_EQ(posix_memalign(&p, opaque(alignment), opaque(size)), ENOMEM)
         << alignment << " " << size;
     EXPECT_EQ(p, kUntouched) << alignment << " " << size;
+  }
+}
+
+// glibc 2.36 leaves errno at ENOMEM when posix_memalign fails for want of memory (its own tests
+// rely on it), and leaves errno alone when it succeeds.
+TEST(PosixMemalign, FailureLeavesErrnoEnomem) {
+  for (size_t alignment : {sizeof(void*), size_t{64}, size_t{4096}}) {
+    void* p = kUntouched;
+    errno = 0;
+    const int result = posix_memalign(&p, opaque(alignment), opaque<size_t>(SIZE_MAX / 2));
+    const int error = errno;
+    EXPECT_EQ(result, ENOMEM) << alignment;
+    EXPECT_EQ(error, ENOMEM) << alignment;
+  }
+}
+
+TEST(PosixMemalign, SuccessLeavesErrnoAlone) {
+  for (size_t alignment : {sizeof(void*), size_t{64}, size_t{4096}, size_t{1} << 20}) {
+    void* p = kUntouched;
+    errno = 12345;
+    const int result = posix_memalign(&p, opaque(alignment), opaque<size_t>(100));
+    const int error = errno;
+    EXPECT_EQ(result, 0) << alignment;
+    EXPECT_EQ(error, 12345) << alignment;
+    free(p);
   }
 }
 

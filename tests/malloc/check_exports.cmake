@@ -14,7 +14,7 @@ endif()
 
 set(required_c
   malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc
-  malloc_usable_size malloc_trim malloc_stats mallinfo2
+  malloc_usable_size malloc_trim malloc_stats mallinfo2 mallinfo malloc_info
   poolalloc_owns poolalloc_print_stats poolalloc_get_stats)
 set(required_cxx
   _Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
@@ -25,7 +25,7 @@ set(required_cxx
   _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t
   _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t)
 # Optional extras the checklist allows (§1.1: MAY/SHOULD), and what the toolchain adds.
-set(optional cfree free_sized free_aligned_sized mallopt mallinfo malloc_info _init _fini)
+set(optional cfree free_sized free_aligned_sized mallopt _init _fini)
 set(allowed_needed
   libc.so.6 libstdc++.so.6 libm.so.6 libgcc_s.so.1 ld-linux-x86-64.so.2 libpthread.so.0 libdl.so.2)
 

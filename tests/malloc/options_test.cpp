@@ -2,7 +2,13 @@
 // option set, its stderr captured.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -55,6 +61,69 @@ TEST(Options, RegionSizeAcceptsExactlyEightMToSixtyFourT) {
 TEST(Options, MaxPooledSendsLargerRequestsToTheSystem) {
   const std::string table = stderr_of("POOLALLOC_STATS=1 POOLALLOC_MAX_POOLED=0", "ls /");
   EXPECT_NE(table.find("pooled requests: 0\n"), std::string::npos) << table;
+}
+
+std::string file_contents(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs the descriptor helper in `mode` with POOLALLOC_STATS=1, its stderr into a file, and
+// returns its exit status; *data and *err receive the data file and what stderr got.
+int run_helper(const std::string& mode, std::string* data, std::string* err) {
+  char directory[] = "/tmp/poolalloc-stats-fd-XXXXXX";
+  if (mkdtemp(directory) == nullptr) return -1;
+  const std::string data_path = std::string(directory) + "/data";
+  const std::string err_path = std::string(directory) + "/stderr";
+  const std::string line = "POOLALLOC_STATS=1 LD_PRELOAD=" POOLALLOC_LIBRARY " " STATS_FD_HELPER
+                           " " +
+                           mode + " " + data_path + " 2>" + err_path;
+  const int status = std::system(line.c_str());
+  *data = file_contents(data_path);
+  *err = file_contents(err_path);
+  unlink(data_path.c_str());
+  unlink(err_path.c_str());
+  rmdir(directory);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A daemon closes every inherited descriptor above 2, the library's copy of stderr among them,
+// and opens its data file on the numbers that freed: the table goes to stderr, never into it.
+TEST(StatsDestination, ADaemonsDataFileGetsNoTable) {
+  std::string data, err;
+  ASSERT_EQ(run_helper("daemon", &data, &err), 0);
+  EXPECT_EQ(data, "payload\n");
+  EXPECT_NE(err.find("pooled requests: "), std::string::npos) << err;
+}
+
+// The same with stderr closed too, and the data file opened on fd 2 itself: nothing refers to
+// the stderr the program started with, so the table goes nowhere.
+TEST(StatsDestination, NoTableWhenNoDescriptorIsStderrAnyMore) {
+  std::string data, err;
+  ASSERT_EQ(run_helper("daemon-all", &data, &err), 0);
+  EXPECT_EQ(data, "payload\n");
+  EXPECT_EQ(err, "");
+}
+
+// coreutils and xz close fd 2 before they exit: the table goes to the copy taken at start-up.
+TEST(StatsDestination, StderrClosedAtExitStillGetsTheTable) {
+  std::string data, err;
+  ASSERT_EQ(run_helper("close-stderr", &data, &err), 0);
+  EXPECT_NE(err.find("pooled requests: "), std::string::npos) << err;
+}
+
+// stderr is a pipe whose reader has gone by the time the table is written: the program's exit
+// status must be its own, not death by SIGPIPE.
+TEST(StatsDestination, APipeWithoutReaderAtExitKillsNothing) {
+  const std::string line =
+      "bash -c 'POOLALLOC_STATS=1 LD_PRELOAD=" POOLALLOC_LIBRARY " " STATS_FD_HELPER
+      " slow-exit 2>&1 >/dev/null | true; "
+      "exit ${PIPESTATUS[0]}'";
+  const int status = std::system(line.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "141 is death by SIGPIPE";
 }
 
 }  // namespace

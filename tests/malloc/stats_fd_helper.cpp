@@ -1,0 +1,50 @@
+// A program for options_test, run with libpoolalloc.so preloaded and POOLALLOC_STATS=1. It
+// does to its descriptors what the mode says, then exits:
+//   daemon DATA      closes fds 3..1023 (the copy of stderr the library took among them), then
+//                    opens DATA on the lowest numbers (so whichever one the copy had is reused)
+//                    and writes "payload\n" to it
+//   daemon-all DATA  the same, but closes fds 0..1023 first (stderr included)
+//   close-stderr     closes fd 2 before it exits, as coreutils and xz do
+//   slow-exit        waits a moment (the reader of its stderr pipe goes away meanwhile)
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+namespace {
+
+int reopen_data(const char* path, int first_fd) {
+  int data = -1;
+  for (int fd = first_fd; fd <= 10; ++fd) {
+    const int opened = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (opened < 0) return 2;
+    if (data < 0) data = opened;
+  }
+  const char payload[] = "payload\n";
+  return write(data, payload, sizeof payload - 1) == sizeof payload - 1 ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 1;
+  void* volatile block = malloc(100);  // something for the table to count
+  free(block);
+  if (strcmp(argv[1], "daemon") == 0 && argc == 3) {
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+    return reopen_data(argv[2], 3);
+  }
+  if (strcmp(argv[1], "daemon-all") == 0 && argc == 3) {
+    for (int fd = 0; fd < 1024; ++fd) close(fd);
+    return reopen_data(argv[2], 0);
+  }
+  if (strcmp(argv[1], "close-stderr") == 0) {
+    close(STDERR_FILENO);
+    return 0;
+  }
+  if (strcmp(argv[1], "slow-exit") == 0) {
+    usleep(200 * 1000);
+    return 0;
+  }
+  return 1;
+}

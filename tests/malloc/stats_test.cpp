@@ -1,0 +1,384 @@
+// The statistics, figure by figure: exact per-class counts after a known sequence of
+// allocations (the table once read each class's counters from the bin of the class below, and
+// left the 32 KiB class out of the totals), and the reports under pressure: a cancelled thread,
+// a pipe whose reader has gone, a thousand live threads, threads allocating while it is read,
+// mallinfo past 2 GiB, malloc_info on a full disk.
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "malloc_test_util.hpp"
+#include "poolalloc/poolalloc.h"
+
+namespace malloc_test {
+namespace {
+
+// A table captured without allocating: written to a memfd, read back into a fixed buffer.
+struct Capture {
+  char text[64 << 10];
+  std::size_t length = 0;
+};
+
+void capture_table(Capture& capture) {
+  const int fd = memfd_create("poolalloc-table", MFD_CLOEXEC);
+  poolalloc_print_stats(fd);
+  capture.length = static_cast<std::size_t>(pread(fd, capture.text, sizeof capture.text - 1, 0));
+  capture.text[capture.length] = '\0';
+  close(fd);
+}
+
+struct Row {
+  std::uint64_t requests = 0, frees = 0, live = 0;
+};
+
+// Rows by block size, from "class block-size requests frees live peak spans bytes".
+std::map<std::uint64_t, Row> rows_of(const Capture& capture) {
+  std::map<std::uint64_t, Row> rows;
+  const char* line = capture.text;
+  while (line != nullptr && *line != '\0') {
+    unsigned long long cls = 0, size = 0, requests = 0, frees = 0, live = 0;
+    if (std::sscanf(line, "%llu %llu %llu %llu %llu", &cls, &size, &requests, &frees, &live) == 5)
+      rows[size] = Row{requests, frees, live};
+    line = std::strchr(line, '\n');
+    if (line != nullptr) ++line;
+  }
+  return rows;
+}
+
+std::uint64_t total_of(const Capture& capture, const char* label) {
+  const char* at = std::strstr(capture.text, label);
+  if (at == nullptr) return UINT64_MAX;
+  return std::strtoull(at + std::strlen(label), nullptr, 10);
+}
+
+struct Delta {
+  std::uint64_t requests, frees, live;
+  bool operator==(const Delta&) const = default;
+};
+std::ostream& operator<<(std::ostream& out, const Delta& d) {
+  return out << "{requests " << d.requests << ", frees " << d.frees << ", live " << d.live << "}";
+}
+
+Delta delta(const Capture& before, const Capture& after, std::uint64_t size) {
+  const Row a = rows_of(before)[size];
+  const Row b = rows_of(after)[size];
+  return {b.requests - a.requests, b.frees - a.frees, b.live - a.live};
+}
+
+constexpr std::uint64_t k32KiB = 32768;
+
+Capture g_before, g_during, g_end, g_after;
+poolalloc_stats g_stats_before, g_stats_during;
+
+// In a thread of its own, so that its cache starts empty; nothing else runs meanwhile.
+void known_sequence() {
+  void* small[10];
+  void* medium[5];
+  void* large[3];
+  capture_table(g_before);
+  poolalloc_get_stats(&g_stats_before);
+  for (void*& p : small) p = malloc(opaque<size_t>(16));
+  for (void*& p : medium) p = malloc(opaque<size_t>(48));
+  for (void*& p : large) p = malloc(opaque<size_t>(k32KiB));
+  for (int i = 0; i < 4; ++i) free(small[i]);
+  for (int i = 0; i < 2; ++i) free(medium[i]);
+  free(large[0]);
+  capture_table(g_during);
+  poolalloc_get_stats(&g_stats_during);
+  for (int i = 4; i < 10; ++i) free(small[i]);
+  for (int i = 2; i < 5; ++i) free(medium[i]);
+  for (int i = 1; i < 3; ++i) free(large[i]);
+  capture_table(g_end);
+}
+
+TEST(StatsPerClass, ExactFiguresAfterAKnownSequence) {
+  std::thread(known_sequence).join();
+  // The thread has exited: its cache went back to the central lists. (std::thread's own state,
+  // freed as the thread ends, is a 16-byte block: that class is not compared across the exit.)
+  capture_table(g_after);
+
+  EXPECT_EQ(delta(g_before, g_during, 16), (Delta{10, 4, 6})) << g_during.text;
+  EXPECT_EQ(delta(g_before, g_during, 48), (Delta{5, 2, 3})) << g_during.text;
+  EXPECT_EQ(delta(g_before, g_during, k32KiB), (Delta{3, 1, 2})) << g_during.text;
+  EXPECT_EQ(total_of(g_during, "pooled requests: ") - total_of(g_before, "pooled requests: "), 18u);
+  EXPECT_EQ(g_stats_during.pooled_requests - g_stats_before.pooled_requests, 18u);
+  EXPECT_EQ(g_stats_during.pooled_frees - g_stats_before.pooled_frees, 7u);
+  EXPECT_EQ(g_stats_during.pooled_live - g_stats_before.pooled_live, 11u);
+
+  EXPECT_EQ(delta(g_before, g_end, 16), (Delta{10, 10, 0})) << g_end.text;
+  EXPECT_EQ(delta(g_before, g_end, 48), (Delta{5, 5, 0})) << g_end.text;
+  EXPECT_EQ(delta(g_before, g_end, k32KiB), (Delta{3, 3, 0})) << g_end.text;
+  EXPECT_EQ(delta(g_end, g_after, 48), (Delta{0, 0, 0})) << g_after.text;
+  EXPECT_EQ(delta(g_end, g_after, k32KiB), (Delta{0, 0, 0})) << g_after.text;
+}
+
+// The rows and the totals come from one reading of the counters.
+TEST(StatsPerClass, TotalsAreTheSumOfTheRows) {
+  void* p = malloc(opaque<size_t>(k32KiB));
+  Capture table;
+  capture_table(table);
+  free(p);
+  std::uint64_t requests = 0;
+  for (const auto& [size, row] : rows_of(table)) {
+    requests += row.requests;
+    EXPECT_EQ(row.frees + row.live, row.requests) << size;
+  }
+  EXPECT_EQ(requests, total_of(table, "pooled requests: ")) << table.text;
+  EXPECT_GE(rows_of(table)[k32KiB].live, 1u) << table.text;
+}
+
+// A cancellation pending in a thread that prints: glibc's malloc_stats disables cancellation
+// while it writes; the whole table must come out, from both functions.
+int g_captured_stderr = -1;
+int g_captured_direct = -1;
+
+void* print_with_cancel_pending(void*) {
+  pthread_cancel(pthread_self());  // deferred: acted on at the next cancellation point
+  malloc_stats();
+  poolalloc_print_stats(g_captured_direct);
+  pthread_testcancel();
+  return nullptr;
+}
+
+std::string contents(int fd) {
+  std::string text(static_cast<std::size_t>(lseek(fd, 0, SEEK_END)), '\0');
+  pread(fd, text.data(), text.size(), 0);
+  return text;
+}
+
+TEST(StatsOutput, PrintsTheWholeTableWithACancellationPending) {
+  g_captured_stderr = memfd_create("stderr", MFD_CLOEXEC);
+  g_captured_direct = memfd_create("direct", MFD_CLOEXEC);
+  const int saved_stderr = dup(STDERR_FILENO);
+  dup2(g_captured_stderr, STDERR_FILENO);
+  pthread_t thread;
+  void* result = nullptr;
+  const int created = pthread_create(&thread, nullptr, print_with_cancel_pending, nullptr);
+  if (created == 0) pthread_join(thread, &result);
+  dup2(saved_stderr, STDERR_FILENO);
+  close(saved_stderr);
+  ASSERT_EQ(created, 0);
+  EXPECT_EQ(result, PTHREAD_CANCELED) << "the cancellation was lost";
+  const std::string via_malloc_stats = contents(g_captured_stderr);
+  const std::string via_print_stats = contents(g_captured_direct);
+  EXPECT_NE(via_malloc_stats.find("pooled requests: "), std::string::npos) << via_malloc_stats;
+  EXPECT_NE(via_print_stats.find("pooled requests: "), std::string::npos) << via_print_stats;
+  close(g_captured_stderr);
+  close(g_captured_direct);
+}
+
+bool sigpipe_pending() {
+  sigset_t pending;
+  sigpending(&pending);
+  return sigismember(&pending, SIGPIPE) == 1;
+}
+
+// The default action of SIGPIPE ends the process: printing to a pipe nobody reads must not.
+TEST(StatsOutput, APipeWithoutReaderRaisesNoSignal) {
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  close(ends[0]);
+  sigset_t mask_before, mask_after;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask_before);
+  errno = 4321;
+  poolalloc_print_stats(ends[1]);
+  const int error = errno;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask_after);
+  close(ends[1]);
+  EXPECT_EQ(error, 4321);
+  EXPECT_FALSE(sigpipe_pending());
+  EXPECT_EQ(sigismember(&mask_before, SIGPIPE), sigismember(&mask_after, SIGPIPE));
+}
+
+// A SIGPIPE the program itself had pending (blocked) stays pending: only ours is taken back.
+TEST(StatsOutput, TheProgramsOwnPendingSigpipeIsKept) {
+  sigset_t pipe_only, old_mask;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  raise(SIGPIPE);
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  close(ends[0]);
+  poolalloc_print_stats(ends[1]);
+  close(ends[1]);
+  EXPECT_TRUE(sigpipe_pending());
+  const timespec no_wait{};
+  sigtimedwait(&pipe_only, nullptr, &no_wait);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+}
+
+// Figures read while other threads allocate are not one snapshot, but none may wrap around.
+TEST(StatsUnderLoad, FiguresStayInRangeWhileThreadsAllocate) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&stop, t] {
+      void* held[64] = {};
+      for (unsigned i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        void*& slot = held[(i * 7 + t) % 64];
+        free(slot);
+        slot = malloc(opaque<size_t>(16 + (i * 37 + t * 101) % 4000));
+      }
+      for (void* p : held) free(p);
+    });
+  }
+  static Capture table;
+  bool in_range = true;
+  std::uint64_t largest = 0;
+  for (int round = 0; round < 200; ++round) {
+    poolalloc_stats stats{};
+    poolalloc_get_stats(&stats);
+    capture_table(table);
+    for (std::uint64_t value : {stats.pooled_requests, stats.pooled_frees, stats.pooled_live})
+      largest = std::max(largest, value);
+    in_range = in_range && stats.pooled_live <= stats.pooled_requests &&
+               stats.pooled_frees <= stats.pooled_requests && largest < (std::uint64_t{1} << 48);
+  }
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_TRUE(in_range) << "largest figure " << largest;
+  for (const auto& [size, row] : rows_of(table)) {
+    EXPECT_LT(row.frees, std::uint64_t{1} << 48) << size << "\n" << table.text;
+    EXPECT_LE(row.live, row.requests) << size;
+  }
+}
+
+// A thousand threads alive, each holding one block of a class nothing else uses here.
+TEST(StatsUnderLoad, AThousandLiveThreadsAreCountedExactly) {
+  constexpr unsigned kThreads = 1000;
+  constexpr std::uint64_t kClass = 24576;
+  static Capture before, during, after;
+  capture_table(before);
+  pthread_barrier_t allocated, release;
+  pthread_barrier_init(&allocated, nullptr, kThreads + 1);
+  pthread_barrier_init(&release, nullptr, kThreads + 1);
+  struct Shared {
+    pthread_barrier_t* allocated;
+    pthread_barrier_t* release;
+  } shared{&allocated, &release};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 << 10);
+  std::vector<pthread_t> threads(kThreads);
+  capture_table(before);
+  for (pthread_t& thread : threads) {
+    ASSERT_EQ(pthread_create(
+                  &thread, &attr,
+                  [](void* arg) -> void* {
+                    auto* s = static_cast<Shared*>(arg);
+                    void* block = malloc(opaque<size_t>(24000));
+                    pthread_barrier_wait(s->allocated);
+                    pthread_barrier_wait(s->release);
+                    free(block);
+                    return nullptr;
+                  },
+                  &shared),
+              0);
+  }
+  pthread_barrier_wait(&allocated);
+  capture_table(during);
+  pthread_barrier_wait(&release);
+  for (pthread_t thread : threads) pthread_join(thread, nullptr);
+  capture_table(after);
+  pthread_attr_destroy(&attr);
+  pthread_barrier_destroy(&allocated);
+  pthread_barrier_destroy(&release);
+  EXPECT_EQ(delta(before, during, kClass), (Delta{kThreads, 0, kThreads})) << during.text;
+  EXPECT_GE(total_of(during, "thread caches in use: "), kThreads);
+  EXPECT_EQ(delta(before, after, kClass), (Delta{kThreads, kThreads, 0})) << after.text;
+}
+
+// mallinfo (int fields) reports the pools too, and a figure past INT_MAX saturates.
+TEST(Mallinfo, ReportsThePoolsAndSaturatesPast2GiB) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 1000; ++i) blocks.push_back(malloc(opaque<size_t>(1000)));
+  void* huge = malloc(opaque<size_t>(3) << 30);  // mmapped by glibc, never touched
+  ASSERT_NE(huge, nullptr);
+  (void)mallinfo2();  // the first call looks glibc's function up
+  const struct mallinfo2 wide = mallinfo2();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  const struct mallinfo narrow = mallinfo();  // deprecated by glibc for this very overflow
+#pragma GCC diagnostic pop
+  poolalloc_stats stats{};
+  poolalloc_get_stats(&stats);
+  free(huge);
+  for (void* p : blocks) free(p);
+  EXPECT_GE(wide.hblkhd, size_t{3} << 30);
+  EXPECT_EQ(narrow.hblkhd, INT_MAX);
+  EXPECT_GE(wide.arena, stats.bytes_held);
+  EXPECT_GE(static_cast<std::size_t>(narrow.arena), stats.bytes_held);
+  EXPECT_GE(static_cast<std::size_t>(narrow.uordblks), 1000u * 1000u);
+  auto clamp = [](std::size_t v) { return v > INT_MAX ? INT_MAX : static_cast<int>(v); };
+  EXPECT_EQ(narrow.arena, clamp(wide.arena));
+  EXPECT_EQ(narrow.hblks, clamp(wide.hblks));
+  EXPECT_EQ(narrow.uordblks, clamp(wide.uordblks));
+  EXPECT_EQ(narrow.fordblks, clamp(wide.fordblks));
+}
+
+std::string malloc_info_text() {
+  char* text = nullptr;
+  size_t length = 0;
+  FILE* stream = open_memstream(&text, &length);
+  EXPECT_EQ(malloc_info(0, stream), 0);
+  fclose(stream);
+  std::string result(text, length);
+  free(text);
+  return result;
+}
+
+std::uint64_t xml_figure(const std::string& text, const std::string& element) {
+  // The last occurrence: the document's totals come after the heaps.
+  const std::size_t at = text.rfind(element);
+  if (at == std::string::npos) return UINT64_MAX;
+  return std::strtoull(text.c_str() + at + element.size(), nullptr, 10);
+}
+
+TEST(MallocInfo, GlibcsDocumentWithThePoolsAdded) {
+  void* p = malloc(opaque<size_t>(16));
+  poolalloc_stats stats{};
+  poolalloc_get_stats(&stats);
+  const std::string text = malloc_info_text();
+  free(p);
+  EXPECT_EQ(text.rfind("<malloc version=\"1\">\n<heap nr=\"0\">\n", 0), 0u) << text;
+  EXPECT_TRUE(text.ends_with("</malloc>\n")) << text;
+  EXPECT_NE(text.find("<size from=\"16\" to=\"16\" total=\""), std::string::npos) << text;
+  EXPECT_GE(xml_figure(text, "<system type=\"current\" size=\""), stats.bytes_held) << text;
+  EXPECT_GE(xml_figure(text, "<aspace type=\"total\" size=\""), stats.bytes_held) << text;
+  errno = 0;
+  FILE* stream = fopen("/dev/null", "w");
+  EXPECT_EQ(malloc_info(1, stream), -1);
+  EXPECT_EQ(errno, EINVAL);
+  fclose(stream);
+}
+
+// A stream that cannot be written (a full disk): an error at worst, no crash, no hang.
+TEST(MallocInfo, AFullDiskIsAnErrorAndNothingWorse) {
+  FILE* full = fopen("/dev/full", "w");
+  ASSERT_NE(full, nullptr);
+  setvbuf(full, nullptr, _IONBF, 0);
+  EXPECT_EQ(malloc_info(0, full), -1);
+  fclose(full);
+  void* p = malloc(opaque<size_t>(64));  // the allocator still works
+  EXPECT_NE(poolalloc_owns(p), 0);
+  free(p);
+}
+
+}  // namespace
+}  // namespace malloc_test
