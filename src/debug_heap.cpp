@@ -491,6 +491,17 @@ void* DebugHeap::aligned(std::size_t alignment, std::size_t size, const void* si
   return allocate_checked(alignment, size, kFreshFill, site);
 }
 
+// Runs `look_up` over the registry and the deferred records: under the lock, or, while the
+// lock is held for fork(), as a reader of the frozen registry, never waiting for the fork.
+template <class LookUp>
+void read_registry(const LookUp& look_up) {
+  while (!lock_heap_unless_forking()) {
+    if (read_while_held_for_fork(look_up)) return;
+  }
+  look_up();
+  g_lock.unlock();
+}
+
 // The live block p: its record, or false after reporting an invalid `operation`.
 bool find_live(void* p, const char* operation, const void* site, BlockRecord& record) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
@@ -502,18 +513,7 @@ bool find_live(void* p, const char* operation, const void* site, BlockRecord& re
     found = live != nullptr;
     if (!found) report_invalid(operation, p, site);
   };
-  if (lock_heap_unless_forking()) {
-    look_up();
-    g_lock.unlock();
-    return found;
-  }
-  while (!read_while_held_for_fork(look_up)) {
-    if (lock_heap_unless_forking()) {
-      look_up();
-      g_lock.unlock();
-      break;
-    }
-  }
+  read_registry(look_up);
   return found;
 }
 
@@ -549,11 +549,18 @@ std::size_t DebugHeap::usable_size(void* p, const void* site) {
 bool DebugHeap::owns(const void* p) {
   if (p == nullptr) return false;
   const auto address = reinterpret_cast<std::uintptr_t>(p);
-  LockGuard guard(g_lock);
-  const BlockRecord* live = g_registry.find(address);
-  if (live != nullptr) return region_owns(underlying_block(*live));
-  const FreedBlock* freed = g_quarantine.find(address);
-  return freed != nullptr && region_owns(underlying_block(freed->record));
+  bool owned = false;
+  read_registry([&] {
+    const BlockRecord* live = g_registry.find(address);
+    if (live == nullptr) live = find_deferred_record(address);
+    if (live != nullptr) {
+      owned = region_owns(underlying_block(*live));
+      return;
+    }
+    const FreedBlock* freed = g_quarantine.find(address);
+    owned = freed != nullptr && region_owns(underlying_block(freed->record));
+  });
+  return owned;
 }
 
 bool DebugHeap::trim(std::size_t pad) {
