@@ -13,14 +13,31 @@
 
 namespace poolalloc::internal {
 
-// Divisibility by the block size, indexed like the span class bytes: entry cls + 1 serves class
-// cls, entry 0 (a span that serves no class) accepts no offset but 0.
-inline constexpr auto kSpanBlockDivider = [] {
-  std::array<detail::BlockDivider, kClassCount + 1> dividers{};
-  dividers[0] = detail::BlockDivider(UINT32_MAX);
-  for (unsigned cls = 0; cls < kClassCount; ++cls)
-    dividers[cls + 1] = detail::BlockDivider(class_size(cls));
-  return dividers;
+// The start of every whole block of a span, indexed like the span class bytes: entry cls + 1
+// serves class cls, entry 0 (a span that serves no class) accepts the offset 0 alone. An offset
+// in the span is a block start when offset * magic <= last (BlockDivider::product): one multiply
+// and one compare reject interior and misaligned offsets and also the tail of the span, past
+// its last whole block, where a block size that does not divide the span leaves a few bytes.
+struct SpanBlockStarts {
+  std::array<std::uint64_t, kClassCount + 1> magic;
+  std::array<std::uint64_t, kClassCount + 1> last;  // the product of the last block's offset
+
+  [[nodiscard]] bool is_block_start(unsigned span_byte, std::uint32_t offset_in_span) const {
+    return offset_in_span * magic[span_byte] <= last[span_byte];
+  }
+};
+inline constexpr SpanBlockStarts kSpanBlockStarts = [] {
+  SpanBlockStarts starts{};
+  starts.magic[0] = detail::BlockDivider(UINT32_MAX).magic();
+  starts.last[0] = 0;
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const std::uint32_t size = class_size(cls);
+    const detail::BlockDivider divider(size);
+    const auto last_offset = static_cast<std::uint32_t>((kSpanSize / size - 1) * size);
+    starts.magic[cls + 1] = divider.magic();
+    starts.last[cls + 1] = divider.product(last_offset);
+  }
+  return starts;
 }();
 
 // A block of class `cls` from this thread's cache; nullptr when the bin is empty.
@@ -58,12 +75,12 @@ inline void pool_deallocate(void* block, unsigned cls) {
 }
 
 // The span class byte of p (class plus one, 0 for none) when p, a pointer that region_owns()
-// accepted, lies on a block boundary of its span; reports and aborts otherwise.
+// accepted, is the start of a whole block of its span; reports and aborts otherwise.
 inline unsigned span_byte_of_block(const void* p, const char* operation) {
   const std::uintptr_t offset = region_offset(p);
   const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
   const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  if (!kSpanBlockDivider[span_byte].divides(offset_in_span)) [[unlikely]]
+  if (!kSpanBlockStarts.is_block_start(span_byte, offset_in_span)) [[unlikely]]
     report_invalid_pointer(operation, p);
   return span_byte;
 }
@@ -82,7 +99,7 @@ inline unsigned class_of_block(const void* p) {
   const std::uintptr_t offset = region_offset(p);
   const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
   const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  if (span_byte == 0 || !kSpanBlockDivider[span_byte].divides(offset_in_span)) [[unlikely]]
+  if (span_byte == 0 || !kSpanBlockStarts.is_block_start(span_byte, offset_in_span)) [[unlikely]]
     return kClassCount;
   return span_byte - 1;
 }
