@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lock.hpp"
+#include "misuse.hpp"
 #include "pool_region.hpp"
 #include "span_carving.hpp"
 
@@ -12,6 +13,20 @@ namespace {
 // The stack of batches holds at most this many bytes of blocks per class.
 constexpr std::size_t kStackBytes = std::size_t{512} << 10;
 constexpr std::size_t kMaxStackedBatches = 256;
+
+// A block of a span that is not full. The span's free list links blocks by their index in the
+// span, which keeps a damaged link inside the span: one that names no block handed out, or a
+// block without its free mark (a live one), is reported rather than followed.
+void* carve_block(Span& span, unsigned cls) {
+  const std::uint32_t head = span.blocks.free_list_head();
+  if (head == detail::LazyBlockList::kNoBlock) return span.blocks.allocate();
+  if (head >= span.blocks.initialised_count()) [[unlikely]]
+    report_corrupted_free_list(span.blocks.block_at(head), cls);
+  void* block = span.blocks.allocate();
+  if (!is_marked_free(block)) [[unlikely]]
+    report_corrupted_free_list(block, cls);
+  return block;
+}
 
 struct alignas(64) ClassList {
   Lock lock;
@@ -44,7 +59,7 @@ struct alignas(64) ClassList {
     while (chain.count < wanted) {
       Span* span = span_with_free_blocks(cls);
       if (span == nullptr) break;
-      while (chain.count < wanted && !span->blocks.full()) chain.push(span->blocks.allocate());
+      while (chain.count < wanted && !span->blocks.full()) chain.push(carve_block(*span, cls));
       if (span->blocks.full()) unlink(*span);
     }
     counters.blocks_out += chain.count;
@@ -52,12 +67,14 @@ struct alignas(64) ClassList {
     return chain;
   }
   // Puts the blocks back into their spans; returns the spans that became empty, linked
-  // through Span::next, for the caller to release once the lock is dropped.
-  Span* return_to_spans(BlockChain chain) {
+  // through Span::next, for the caller to release once the lock is dropped. The blocks keep
+  // their free marks there (the span's index link takes only the first 4 bytes), so a block
+  // freed again while it waits in its span is still recognised.
+  Span* return_to_spans(unsigned cls, BlockChain chain) {
     Span* to_release = nullptr;
     counters.blocks_out -= chain.count;
     while (chain.count != 0) {
-      void* block = chain.pop();
+      void* block = chain.pop(cls);
       Span& span = span_of(block);
       if (span.blocks.full()) push_front(span);
       span.blocks.deallocate(block);
@@ -110,20 +127,21 @@ void give_blocks(unsigned cls, BlockChain chain) {
       list.counters.stacked += chain.count;
       return;
     }
-    to_release = list.return_to_spans(chain);
+    to_release = list.return_to_spans(cls, chain);
   }
   release_all(to_release);  // outside the class lock: madvise is a system call
 }
 
 void empty_central_stacks() {
-  for (ClassList& list : g_classes) {
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    ClassList& list = g_classes[cls];
     Span* to_release = nullptr;
     {
       LockGuard guard(list.lock);
       while (list.stacked_batches != 0) {
         const BlockChain batch = list.batches[--list.stacked_batches];
         list.counters.stacked -= batch.count;
-        Span* emptied = list.return_to_spans(batch);
+        Span* emptied = list.return_to_spans(cls, batch);
         while (emptied != nullptr) {
           Span* next = emptied->next;
           emptied->next = to_release;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "free_block_marks.hpp"
 #include "misuse.hpp"
 #include "pool_region.hpp"
 #include "size_classes.hpp"
@@ -40,12 +41,22 @@ inline constexpr SpanBlockStarts kSpanBlockStarts = [] {
   return starts;
 }();
 
-// A block of class `cls` from this thread's cache; nullptr when the bin is empty.
+// A block of class `cls` from this thread's cache; nullptr when the bin is empty. The block must
+// carry its free mark (free_block_marks.hpp): one that does not was reached through a forged or
+// damaged link, and is reported instead of handed out.
 inline void* pop_cached(std::size_t cls) {
   CacheBin* const bin = &t_cache->bin_of_class(cls);
   void* block = bin->head;
   if (block != nullptr) [[likely]] {
-    bin->head = *static_cast<void**>(block);
+    const std::uintptr_t mark = mark_of(block);
+    if (words_of(block)[1] != mark) [[unlikely]]
+      report_corrupted_cache_list(bin, block);
+    // The mask is ready while word 0 loads, leaving one xor after the load on the chain from one
+    // pop to the next (the empty asm keeps the compiler from reassociating it into two).
+    std::uintptr_t link_mask = mark ^ g_free_block_keys.link;
+    asm("" : "+r"(link_mask));
+    bin->head = reinterpret_cast<void*>(words_of(block)[0] ^ link_mask);
+    clear_mark(block);
     bin->count -= 1;
     bin->requests += 1;
   }
@@ -59,11 +70,16 @@ inline void* pool_allocate(unsigned cls) {
   return refill_and_allocate(cls);
 }
 
-// Pushes the block on the bin; false when the bin is full.
+// Pushes the block on the bin; false when the bin is full or the block carries its free mark
+// already (a double free, which the slow path reports).
 inline bool push_cached(CacheBin& bin, void* block) {
   if (bin.count >= bin.limit) [[unlikely]]
     return false;
-  *static_cast<void**>(block) = bin.head;
+  const std::uintptr_t mark = mark_of(block);
+  if (words_of(block)[1] == mark) [[unlikely]]
+    return false;
+  words_of(block)[1] = mark;
+  words_of(block)[0] = reinterpret_cast<std::uintptr_t>(bin.head) ^ mark ^ g_free_block_keys.link;
   bin.head = block;
   ++bin.count;
   return true;

@@ -1,5 +1,7 @@
 #include "misuse.hpp"
 
+#include <string_view>
+
 #include "pool_region.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "size_classes.hpp"
@@ -30,6 +32,26 @@ void report_invalid_pointer(const char* operation, const void* p) {
               << " (size class " << cls << ")";
     }
   }
+  detail::fatal(message);
+}
+
+void report_double_free(const char* operation, const void* p, unsigned cls) {
+  detail::Message message;
+  message << "poolalloc: " << operation << "(" << p << "): ";
+  if (std::string_view(operation) == "realloc")
+    message << "the " << class_size(cls) << "-byte block (size class " << cls
+            << ") is free already";
+  else
+    message << "double free of the " << class_size(cls) << "-byte block (size class " << cls << ")";
+  detail::fatal(message);
+}
+
+void report_corrupted_free_list(const void* p, unsigned cls) {
+  detail::Message message;
+  message << "poolalloc: the free list of size class " << cls << " (" << class_size(cls)
+          << "-byte blocks) is corrupted: it leads to " << p
+          << ", which is not a free block of the class (a freed block was written to: a use "
+             "after free, or an overflow of the block before it)";
   detail::fatal(message);
 }
 
