@@ -16,6 +16,9 @@ namespace poolalloc::internal {
 // tail call, so that the fast path saves no register.
 void* allocate_slow(std::size_t size);
 
+// The fast path of malloc: 25 instructions to the `ret` on x86-64 with GCC 12 -O3 (19 before the
+// free-block marks: checking and clearing the mark and unmangling the link add 6). A
+// malloc(64)/free pair costs 70 instructions in scripts/fastpath-instructions.sh (60 before).
 inline void* allocate(std::size_t size) {
   if (size <= g_pooled_limit) [[likely]] {
     if (void* block = pop_cached(class_of(size))) [[likely]]
@@ -24,6 +27,9 @@ inline void* allocate(std::size_t size) {
   return allocate_slow(size);
 }
 
+// The fast path of free: 33 instructions to the `ret` (29 before the block check also bounded
+// the tail of the span, saving 2, and the free-block marks added 6: loading the key, checking
+// and writing the mark, mangling the link).
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
     pool_free(p);

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "lock.hpp"
+#include "misuse.hpp"
 #include "pool_region.hpp"
 #include "span_carving.hpp"
 
@@ -13,6 +14,20 @@ namespace {
 // The stack of batches holds at most this many bytes of blocks per class.
 constexpr std::size_t kStackBytes = std::size_t{512} << 10;
 constexpr std::size_t kMaxStackedBatches = 256;
+
+// A block of a span that is not full. The span's free list links blocks by their index in the
+// span, which keeps a damaged link inside the span: one that names no block handed out, or a
+// block without its free mark (a live one), is reported rather than followed.
+void* carve_block(Span& span, unsigned cls) {
+  const std::uint32_t head = span.blocks.free_list_head();
+  if (head == detail::LazyBlockList::kNoBlock) return span.blocks.allocate();
+  if (head >= span.blocks.initialised_count()) [[unlikely]]
+    report_corrupted_free_list(span.blocks.block_at(head), cls);
+  void* block = span.blocks.allocate();
+  if (!is_marked_free(block)) [[unlikely]]
+    report_corrupted_free_list(block, cls);
+  return block;
+}
 
 struct alignas(64) ClassList {
   Lock lock;  // first in the lock order (lock.hpp)
@@ -48,7 +63,7 @@ struct alignas(64) ClassList {
     while (chain.count < wanted) {
       Span* span = span_with_free_blocks(cls);
       if (span == nullptr) break;
-      while (chain.count < wanted && !span->blocks.full()) chain.push(span->blocks.allocate());
+      while (chain.count < wanted && !span->blocks.full()) chain.push(carve_block(*span, cls));
       if (span->blocks.full()) unlink(*span);
     }
     counters.blocks_out += chain.count;
@@ -56,12 +71,14 @@ struct alignas(64) ClassList {
     return chain;
   }
   // Puts the blocks back into their spans; returns the spans that became empty, linked
-  // through Span::next, for the caller to release once the lock is dropped.
-  Span* return_to_spans(BlockChain chain) {
+  // through Span::next, for the caller to release once the lock is dropped. The blocks keep
+  // their free marks there (the span's index link takes only the first 4 bytes), so a block
+  // freed again while it waits in its span is still recognised.
+  Span* return_to_spans(unsigned cls, BlockChain chain) {
     Span* to_release = nullptr;
     counters.blocks_out -= chain.count;
     while (chain.count != 0) {
-      void* block = chain.pop();
+      void* block = chain.pop(cls);
       Span& span = span_of(block);
       if (span.blocks.full()) push_front(span);
       span.blocks.deallocate(block);
@@ -74,20 +91,19 @@ struct alignas(64) ClassList {
     return to_release;
   }
   // Under the lock: the orphaned blocks back into their spans (see return_to_spans).
-  Span* drain_orphans() {
+  Span* drain_orphans(unsigned cls) {
     if (orphans.load(std::memory_order_relaxed) == nullptr) return nullptr;
     BlockChain chain{orphans.exchange(nullptr, std::memory_order_acquire), 0};
-    for (void* block = chain.head; block != nullptr; block = *static_cast<void**>(block))
-      ++chain.count;
-    return return_to_spans(chain);
+    for (void* block = chain.head; block != nullptr; block = next_free(block)) ++chain.count;
+    return return_to_spans(cls, chain);
   }
   // Without the lock, and without waiting: the chain joins the orphans.
   void orphan(BlockChain chain) {
     void* tail = chain.head;
-    for (std::uint32_t i = 1; i < chain.count; ++i) tail = *static_cast<void**>(tail);
+    for (std::uint32_t i = 1; i < chain.count; ++i) tail = next_free(tail);
     void* head = orphans.load(std::memory_order_relaxed);
     do {
-      *static_cast<void**>(tail) = head;
+      mark_free(tail, head);
     } while (!orphans.compare_exchange_weak(head, chain.head, std::memory_order_release,
                                             std::memory_order_relaxed));
   }
@@ -129,7 +145,7 @@ BlockChain take_blocks(unsigned cls) {
   {
     TryLockGuard guard(list.lock);
     if (!guard.locked()) return chain;  // held for fork(): the caller forwards to the system
-    to_release = list.drain_orphans();
+    to_release = list.drain_orphans(cls);
     if (list.stacked_batches != 0) {
       chain = list.batches[--list.stacked_batches];
       list.counters.stacked -= chain.count;
@@ -147,12 +163,12 @@ bool try_give_blocks(unsigned cls, BlockChain chain) {
   {
     TryLockGuard guard(list.lock);
     if (!guard.locked()) return false;
-    to_release = list.drain_orphans();
+    to_release = list.drain_orphans(cls);
     if (chain.count >= batch_size(cls) / 2 && list.stacked_batches < stack_capacity(cls)) {
       list.batches[list.stacked_batches++] = chain;
       list.counters.stacked += chain.count;
     } else {
-      to_release = concat(list.return_to_spans(chain), to_release);
+      to_release = concat(list.return_to_spans(cls, chain), to_release);
     }
   }
   release_all(to_release);  // outside the class lock: madvise is a system call
@@ -164,16 +180,17 @@ void give_blocks(unsigned cls, BlockChain chain) {
 }
 
 void empty_central_stacks() {
-  for (ClassList& list : g_classes) {
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    ClassList& list = g_classes[cls];
     Span* to_release = nullptr;
     {
       TryLockGuard guard(list.lock);
       if (!guard.locked()) continue;  // held for fork(): nothing to trim now
-      to_release = list.drain_orphans();
+      to_release = list.drain_orphans(cls);
       while (list.stacked_batches != 0) {
         const BlockChain batch = list.batches[--list.stacked_batches];
         list.counters.stacked -= batch.count;
-        to_release = concat(list.return_to_spans(batch), to_release);
+        to_release = concat(list.return_to_spans(cls, batch), to_release);
       }
     }
     release_all(to_release);

@@ -9,23 +9,28 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "free_block_marks.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
 
-// A chain of blocks linked through their first word: how batches travel.
+// A chain of free blocks, linked and marked as free_block_marks.hpp says: how batches travel,
+// in the same form as the thread caches' lists.
 struct BlockChain {
   void* head = nullptr;
   std::uint32_t count = 0;
 
   void push(void* block) {
-    *static_cast<void**>(block) = head;
+    mark_free(block, head);
     head = block;
     ++count;
   }
-  void* pop() {
+  // The head, checked first to be a free block of class `cls` (reported otherwise), so that a
+  // forged link is never followed. The block keeps its mark: clear_mark() it to hand it out.
+  void* pop(unsigned cls) {
     void* block = head;
-    head = *static_cast<void**>(block);
+    check_free_block(block, cls);
+    head = next_free(block);
     --count;
     return block;
   }

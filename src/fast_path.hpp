@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "free_block_marks.hpp"
 #include "misuse.hpp"
 #include "pool_region.hpp"
 #include "size_classes.hpp"
@@ -13,22 +14,49 @@
 
 namespace poolalloc::internal {
 
-// Divisibility by the block size, indexed like the span class bytes: entry cls + 1 serves class
-// cls, entry 0 (a span that serves no class) accepts no offset but 0.
-inline constexpr auto kSpanBlockDivider = [] {
-  std::array<detail::BlockDivider, kClassCount + 1> dividers{};
-  dividers[0] = detail::BlockDivider(UINT32_MAX);
-  for (unsigned cls = 0; cls < kClassCount; ++cls)
-    dividers[cls + 1] = detail::BlockDivider(class_size(cls));
-  return dividers;
+// The start of every whole block of a span, indexed like the span class bytes: entry cls + 1
+// serves class cls, entry 0 (a span that serves no class) accepts the offset 0 alone. An offset
+// in the span is a block start when offset * magic <= last (BlockDivider::product): one multiply
+// and one compare reject interior and misaligned offsets and also the tail of the span, past
+// its last whole block, where a block size that does not divide the span leaves a few bytes.
+struct SpanBlockStarts {
+  std::array<std::uint64_t, kClassCount + 1> magic;
+  std::array<std::uint64_t, kClassCount + 1> last;  // the product of the last block's offset
+
+  [[nodiscard]] bool is_block_start(unsigned span_byte, std::uint32_t offset_in_span) const {
+    return offset_in_span * magic[span_byte] <= last[span_byte];
+  }
+};
+inline constexpr SpanBlockStarts kSpanBlockStarts = [] {
+  SpanBlockStarts starts{};
+  starts.magic[0] = detail::BlockDivider(UINT32_MAX).magic();
+  starts.last[0] = 0;
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const std::uint32_t size = class_size(cls);
+    const detail::BlockDivider divider(size);
+    const auto last_offset = static_cast<std::uint32_t>((kSpanSize / size - 1) * size);
+    starts.magic[cls + 1] = divider.magic();
+    starts.last[cls + 1] = divider.product(last_offset);
+  }
+  return starts;
 }();
 
-// A block of class `cls` from this thread's cache; nullptr when the bin is empty.
+// A block of class `cls` from this thread's cache; nullptr when the bin is empty. The block must
+// carry its free mark (free_block_marks.hpp): one that does not was reached through a forged or
+// damaged link, and is reported instead of handed out.
 inline void* pop_cached(std::size_t cls) {
   CacheBin* const bin = &t_cache->bin_of_class(cls);
   void* block = bin->head;
   if (block != nullptr) [[likely]] {
-    bin->head = *static_cast<void**>(block);
+    const std::uintptr_t mark = mark_of(block);
+    if (words_of(block)[1] != mark) [[unlikely]]
+      report_corrupted_cache_list(bin, block);
+    // The mask is ready while word 0 loads, leaving one xor after the load on the chain from one
+    // pop to the next (the empty asm keeps the compiler from reassociating it into two).
+    std::uintptr_t link_mask = mark ^ g_free_block_keys.link;
+    asm("" : "+r"(link_mask));
+    bin->head = reinterpret_cast<void*>(words_of(block)[0] ^ link_mask);
+    clear_mark(block);
     bin->count -= 1;
     bin->requests += 1;
   }
@@ -42,11 +70,16 @@ inline void* pool_allocate(unsigned cls) {
   return refill_and_allocate(cls);
 }
 
-// Pushes the block on the bin; false when the bin is full.
+// Pushes the block on the bin; false when the bin is full or the block carries its free mark
+// already (a double free, which the slow path reports).
 inline bool push_cached(CacheBin& bin, void* block) {
   if (bin.count >= bin.limit) [[unlikely]]
     return false;
-  *static_cast<void**>(block) = bin.head;
+  const std::uintptr_t mark = mark_of(block);
+  if (words_of(block)[1] == mark) [[unlikely]]
+    return false;
+  words_of(block)[1] = mark;
+  words_of(block)[0] = reinterpret_cast<std::uintptr_t>(bin.head) ^ mark ^ g_free_block_keys.link;
   bin.head = block;
   ++bin.count;
   return true;
@@ -58,12 +91,12 @@ inline void pool_deallocate(void* block, unsigned cls) {
 }
 
 // The span class byte of p (class plus one, 0 for none) when p, a pointer that region_owns()
-// accepted, lies on a block boundary of its span; reports and aborts otherwise.
+// accepted, is the start of a whole block of its span; reports and aborts otherwise.
 inline unsigned span_byte_of_block(const void* p, const char* operation) {
   const std::uintptr_t offset = region_offset(p);
   const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
   const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  if (!kSpanBlockDivider[span_byte].divides(offset_in_span)) [[unlikely]]
+  if (!kSpanBlockStarts.is_block_start(span_byte, offset_in_span)) [[unlikely]]
     report_invalid_pointer(operation, p);
   return span_byte;
 }
@@ -83,7 +116,7 @@ inline unsigned class_of_block(const void* p) {
   const std::uintptr_t offset = region_offset(p);
   const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
   const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  if (span_byte == 0 || !kSpanBlockDivider[span_byte].divides(offset_in_span)) [[unlikely]]
+  if (span_byte == 0 || !kSpanBlockStarts.is_block_start(span_byte, offset_in_span)) [[unlikely]]
     return kClassCount;
   return span_byte - 1;
 }

@@ -1,5 +1,7 @@
 #include "misuse.hpp"
 
+#include <string_view>
+
 #include "pool_region.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "size_classes.hpp"
@@ -15,12 +17,41 @@ void report_invalid_pointer(const char* operation, const void* p) {
     message << "not a block: it lies in a part of the pool region that serves no size class";
   } else {
     const std::uint32_t size = class_size(cls);
-    const std::uintptr_t into_block = (offset & (kSpanSize - 1)) % size;
-    message << "not a block: it points " << std::uint64_t{into_block} << " bytes into the " << size
-            << "-byte block at "
-            << reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) - into_block)
-            << " (size class " << cls << ")";
+    const std::uintptr_t offset_in_span = offset & (kSpanSize - 1);
+    const std::uintptr_t whole_blocks_end = kSpanSize / size * size;
+    if (offset_in_span >= whole_blocks_end) {
+      message << "not a block: it points " << std::uint64_t{offset_in_span - whole_blocks_end}
+              << " bytes past the last whole " << size << "-byte block of its span (size class "
+              << cls << "), into the " << std::uint64_t{kSpanSize - whole_blocks_end}
+              << " bytes at the span's end that no block uses";
+    } else {
+      const std::uintptr_t into_block = offset_in_span % size;
+      message << "not a block: it points " << std::uint64_t{into_block} << " bytes into the "
+              << size << "-byte block at "
+              << reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) - into_block)
+              << " (size class " << cls << ")";
+    }
   }
+  detail::fatal(message);
+}
+
+void report_double_free(const char* operation, const void* p, unsigned cls) {
+  detail::Message message;
+  message << "poolalloc: " << operation << "(" << p << "): ";
+  if (std::string_view(operation) == "realloc")
+    message << "the " << class_size(cls) << "-byte block (size class " << cls
+            << ") is free already";
+  else
+    message << "double free of the " << class_size(cls) << "-byte block (size class " << cls << ")";
+  detail::fatal(message);
+}
+
+void report_corrupted_free_list(const void* p, unsigned cls) {
+  detail::Message message;
+  message << "poolalloc: the free list of size class " << cls << " (" << class_size(cls)
+          << "-byte blocks) is corrupted: it leads to " << p
+          << ", which is not a free block of the class (a freed block was written to: a use "
+             "after free, or an overflow of the block before it)";
   detail::fatal(message);
 }
 

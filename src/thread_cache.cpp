@@ -118,9 +118,10 @@ void* refill_and_allocate(unsigned cls) {
   if (cache == nullptr) {
     BlockChain batch = take_blocks(cls);
     if (batch.count == 0) return nullptr;
-    void* block = batch.pop();
+    void* block = batch.pop(cls);
     if (batch.count != 0) give_blocks(cls, batch);
     g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
+    clear_mark(block);
     return block;
   }
   CacheBin& bin = cache->bin_of_class(cls);
@@ -128,10 +129,11 @@ void* refill_and_allocate(unsigned cls) {
   bin.parked = nullptr;
   if (chain.count == 0) chain = take_blocks(cls);
   if (chain.count == 0) return nullptr;
-  void* block = chain.pop();
+  void* block = chain.pop(cls);
   bin.head = chain.head;
   bin.count = chain.count;
   ++bin.requests;
+  clear_mark(block);
   return block;
 }
 
@@ -140,6 +142,7 @@ void* refill_and_allocate(unsigned cls) {
 // it so hands the whole list to the central lists (the parked batch holds exactly `limit`).
 void flush_and_deallocate(unsigned cls, void* block) {
   if (cls >= kClassCount) report_invalid_pointer("free", block);
+  if (is_marked_free(block)) report_double_free("free", block, cls);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
   ThreadCache* cache = own_cache();
   if (cache == nullptr) {
@@ -159,11 +162,15 @@ void flush_and_deallocate(unsigned cls, void* block) {
       bin.head = nullptr;
       bin.count = 0;
     }
-    *static_cast<void**>(block) = bin.head;
+    mark_free(block, bin.head);
     bin.head = block;
     ++bin.count;
   }
   errno = saved_errno;
+}
+
+void report_corrupted_cache_list(const CacheBin* bin, const void* block) {
+  report_corrupted_free_list(block, static_cast<unsigned>(bin - &t_cache->bin_of_class(0)));
 }
 
 void flush_thread_cache() {

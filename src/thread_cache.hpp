@@ -11,7 +11,7 @@
 namespace poolalloc::internal {
 
 struct CacheBin {
-  void* head = nullptr;        // free blocks linked through their first word
+  void* head = nullptr;        // free blocks, linked and marked as free_block_marks.hpp says
   std::uint32_t count = 0;     // blocks in that list
   std::uint32_t limit = 0;     // a batch; 0 in the empty cache, so that every free there is slow
   std::uint64_t requests = 0;  // allocations served from this bin (statistics)
@@ -54,9 +54,14 @@ extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 // the pools cannot serve the class (the caller then forwards to the system allocator).
 void* refill_and_allocate(unsigned cls);
 
-// Slow path of free: the bin is full (or this thread has no cache yet). A `cls` of kClassCount
-// or more (a pointer into a span that serves no class) is reported and aborts.
+// Slow path of free: the bin is full (or this thread has no cache yet), or the block carries its
+// free mark. A `cls` of kClassCount or more (a pointer into a span that serves no class) and a
+// double free are reported and abort.
 void flush_and_deallocate(unsigned cls, void* block);
+
+// The fast path found `block`, the head of `bin` of the calling thread's cache, without its free
+// mark: reports the corrupted free list of the bin's class and aborts.
+[[noreturn]] void report_corrupted_cache_list(const CacheBin* bin, const void* block);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -212,6 +213,70 @@ TEST_F(BadFreeDeathTest, MisalignedPointerInThePoolRegionAborts) {
   char* last_byte = hide(block + 255);
   EXPECT_DEATH(free(last_byte), address_regex(last_byte));
   free(block);
+}
+
+// Every size class, in order: its block size is malloc_usable_size of its smallest request.
+std::vector<size_t> class_sizes() {
+  std::vector<size_t> sizes;
+  for (size_t n = 16; n <= kMaxPooled; n += 16) {
+    void* p = malloc(opaque(n));
+    const size_t usable = malloc_usable_size(p);
+    free(p);
+    if (sizes.empty() || sizes.back() != usable) sizes.push_back(usable);
+  }
+  return sizes;
+}
+
+constexpr size_t kSpanSize = size_t{128} << 10;  // spans start on multiples of their size
+
+std::string hex_address(const void* p) {
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x0*%lx",
+                static_cast<unsigned long>(reinterpret_cast<uintptr_t>(p)));
+  return hex;
+}
+
+// The tail of a span whose block size does not divide it: the first byte past its last whole
+// block lies on a multiple of the block size but starts no block. Accepted, it would be handed
+// out again and its block would overlap the first block of the next span.
+std::string tail_message(const char* operation, const void* tail, size_t size, size_t cls) {
+  return std::string("poolalloc: ") + operation + "\\(" + hex_address(tail) +
+         "\\): not a block: it points 0 bytes past the last whole " + std::to_string(size) +
+         "-byte block of its span \\(size class " + std::to_string(cls) + "\\), into the " +
+         std::to_string(kSpanSize % size) + " bytes at the span's end that no block uses\n";
+}
+
+TEST_F(BadFreeDeathTest, PointerPastTheLastWholeBlockOfASpanAborts) {
+  const std::vector<size_t> sizes = class_sizes();
+  ASSERT_EQ(sizes.size(), 72u);
+  size_t tested = 0;
+  for (size_t cls = 0; cls < sizes.size(); ++cls) {
+    const size_t size = sizes[cls];
+    if (kSpanSize % size == 0) continue;
+    auto* block = static_cast<char*>(malloc(opaque(size)));
+    ASSERT_NE(poolalloc_owns(block), 0);
+    char* span = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(block) & ~(kSpanSize - 1));
+    char* tail = hide(span + kSpanSize / size * size);
+    EXPECT_EQ(poolalloc_owns(tail), 0) << size << "-byte class";
+    EXPECT_DEATH(free(tail), tail_message("free", tail, size, cls));
+    EXPECT_DEATH(hide(realloc(tail, opaque<size_t>(8))), tail_message("realloc", tail, size, cls));
+    EXPECT_DEATH(malloc_usable_size(tail), tail_message("malloc_usable_size", tail, size, cls));
+    free(block);
+    ++tested;
+  }
+  EXPECT_EQ(tested, 60u);
+}
+
+// The last whole block of a span is a block like any other.
+TEST(Owns, LastWholeBlockOfASpanIsABlock) {
+  for (size_t size : class_sizes()) {
+    auto* block = static_cast<char*>(malloc(opaque(size)));
+    char* span = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(block) & ~(kSpanSize - 1));
+    char* last = hide(span + (kSpanSize / size - 1) * size);
+    EXPECT_NE(poolalloc_owns(last), 0) << size << "-byte class";
+    EXPECT_EQ(malloc_usable_size(last), size);
+    free(block);
+  }
 }
 
 TEST(Stats, NullIsRejected) {

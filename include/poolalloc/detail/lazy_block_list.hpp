@@ -26,7 +26,15 @@ class BlockDivider {
   [[nodiscard]] constexpr std::uint32_t quotient(std::uint32_t n) const {
     return static_cast<std::uint32_t>((static_cast<unsigned __int128>(magic_) * n) >> 64);
   }
-  [[nodiscard]] constexpr bool divides(std::uint32_t n) const { return n * magic_ <= magic_ - 1; }
+  [[nodiscard]] constexpr bool divides(std::uint32_t n) const { return product(n) <= magic_ - 1; }
+
+  // n times the magic number, modulo 2^64: k * (divisor * magic mod 2^64) for n = k * divisor,
+  // and at least the magic number for every other n. The product of a multiple so grows with
+  // it, and `product(n) <= product(last)` holds exactly for the multiples 0 .. last (as long as
+  // product(last) stays below the magic number, as it does for any n of 32 bits): one multiply
+  // and one compare check that n is a multiple and not past `last`.
+  [[nodiscard]] constexpr std::uint64_t product(std::uint32_t n) const { return n * magic_; }
+  [[nodiscard]] constexpr std::uint64_t magic() const { return magic_; }
 
  private:
   std::uint64_t magic_ = 0;
@@ -101,6 +109,12 @@ class LazyBlockList {
     }
     return listed == free_count_ - (block_count_ - initialised_);
   }
+
+  // Where the next allocate() takes its block: the index of the free list's head, or kNoBlock
+  // for a never-used block (or none). A link is read from a free block, so where stray writes
+  // can reach free blocks, a head of initialised_count() or more names no block handed out.
+  [[nodiscard]] std::uint32_t free_list_head() const { return free_head_; }
+  [[nodiscard]] std::uint32_t initialised_count() const { return initialised_; }
 
   [[nodiscard]] std::byte* base() const { return base_; }
   [[nodiscard]] std::uint32_t block_size() const { return block_size_; }
