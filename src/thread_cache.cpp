@@ -159,7 +159,7 @@ ClassUsage class_usage(unsigned cls) {
   LockGuard guard(g_registry_lock);
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
-    usage.requests += cache->bins[cls].requests;
+    usage.requests += cache->bin_of_class(cls).requests;
     const CacheBin& bin = cache->bin_of_class(cls);
     usage.cached += bin.count + (bin.parked != nullptr ? bin.limit : 0);
   }
