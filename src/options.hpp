@@ -11,6 +11,8 @@ namespace poolalloc::internal {
 struct Options {
   std::size_t max_pooled = kLargestClassSize;       // POOLALLOC_MAX_POOLED
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
+  // POOLALLOC_DECAY_MS: the period after which memory that went unused goes back (decay.hpp).
+  std::size_t decay_ms = 1000;
   // POOLALLOC_STATS=1: a copy of the stderr the program started with, where the table goes at
   // exit (programs such as coreutils close stderr itself before exiting); -1 otherwise.
   int stats_fd = -1;
