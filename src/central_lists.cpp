@@ -136,6 +136,16 @@ void empty_central_stacks() {
   }
 }
 
+void return_blocks_to_spans(unsigned cls, BlockChain chain) {
+  ClassList& list = g_classes[cls];
+  Span* to_release = nullptr;
+  {
+    LockGuard guard(list.lock);
+    to_release = list.return_to_spans(chain);
+  }
+  release_all(to_release);
+}
+
 ClassCounters class_counters(unsigned cls) {
   ClassList& list = g_classes[cls];
   LockGuard guard(list.lock);

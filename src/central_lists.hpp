@@ -46,8 +46,12 @@ BlockChain take_blocks(unsigned cls);
 // anything else into the blocks' spans. A span that becomes empty goes back to span carving.
 void give_blocks(unsigned cls, BlockChain chain);
 
-// malloc_trim: empties every stack of batches into the spans.
+// malloc_trim and decay: empty every stack of batches into the spans.
 void empty_central_stacks();
+
+// Puts the blocks back into their spans, past the stack of batches (a thread cache emptied by
+// decay: its next refills should come from few spans, not from the blocks it gave back).
+void return_blocks_to_spans(unsigned cls, BlockChain chain);
 
 struct ClassCounters {
   std::uint64_t blocks_out;  // blocks taken from spans and not given back

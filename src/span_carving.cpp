@@ -24,12 +24,15 @@ Span* g_unused = nullptr;          // spans handed back to the OS, ready to be c
 // again (every frame, every request) neither gives pages to the OS nor faults them back each
 // time. The budget starts at 8 MiB over all classes and grows by one span each time a span
 // whose pages went back to the OS is carved again (the program came back for memory it had
-// freed), up to 64 MiB; malloc_trim resets it. Past it, RSS follows the live set.
+// freed), up to 64 MiB; malloc_trim resets it. Past it, RSS follows the live set; within it,
+// the spans no carve took during a decay period go back to the OS (decay.hpp).
 constexpr std::size_t kMinRetainedSpans = (std::size_t{8} << 20) >> kSpanShift;
 constexpr std::size_t kMaxRetainedSpans = (std::size_t{64} << 20) >> kSpanShift;
 std::size_t g_retained_budget = kMinRetainedSpans;
 Span* g_retained = nullptr;
 std::size_t g_retained_count = 0;
+// The fewest retained spans since the last decay step: that many went unused for a period.
+std::size_t g_retained_low_water = 0;
 std::atomic<std::size_t> g_carved_spans{0};
 
 void* map(std::size_t bytes, int protection) {
@@ -81,6 +84,7 @@ Span* carve_span(unsigned cls) {
       span = g_retained;
       g_retained = span->next;
       --g_retained_count;
+      g_retained_low_water = std::min(g_retained_low_water, g_retained_count);
     } else if (g_unused != nullptr) {
       span = g_unused;
       g_unused = span->next;
@@ -137,6 +141,7 @@ std::size_t release_retained_spans() {
     LockGuard guard(g_carving_lock);
     std::swap(retained, g_retained);
     std::swap(count, g_retained_count);
+    g_retained_low_water = 0;
     g_retained_budget = kMinRetainedSpans;
   }
   while (retained != nullptr) {
@@ -145,6 +150,27 @@ std::size_t release_retained_spans() {
     retained = next;
   }
   return count << kSpanShift;
+}
+
+void decay_retained_spans() {
+  Span* unused = nullptr;
+  {
+    LockGuard guard(g_carving_lock);
+    // The spans are alike (empty, committed): which ones go back does not matter, how many does.
+    for (std::size_t n = std::min(g_retained_low_water, g_retained_count); n != 0; --n) {
+      Span* span = g_retained;
+      g_retained = span->next;
+      --g_retained_count;
+      span->next = unused;
+      unused = span;
+    }
+    g_retained_low_water = g_retained_count;
+  }
+  while (unused != nullptr) {
+    Span* next = unused->next;
+    hand_back_to_os(*unused);
+    unused = next;
+  }
 }
 
 std::size_t carved_bytes() {

@@ -10,6 +10,7 @@
 
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
+#include "decay.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
 
@@ -50,8 +51,17 @@ ThreadCache* new_cache() {
   }
   ThreadCache* cache = g_recycled;
   g_recycled = cache->next;
-  *cache = ThreadCache{};
+  for (CacheBin& bin : cache->bins) {
+    bin.head = nullptr;
+    bin.count = bin.limit = 0;
+    bin.requests = 0;
+    bin.parked.store(nullptr, std::memory_order_relaxed);
+  }
   for (unsigned cls = 0; cls < kClassCount; ++cls) cache->bin_of_class(cls).limit = batch_size(cls);
+  cache->prev = nullptr;
+  cache->flush_epoch = g_flush_epoch.load(std::memory_order_relaxed);
+  cache->clock_countdown = kSlowPathsPerClockCheck;
+  std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
   cache->next = g_live;
   if (g_live != nullptr) g_live->prev = cache;
   g_live = cache;
@@ -70,11 +80,64 @@ void retire_cache(ThreadCache* cache) {
   g_recycled = cache;
 }
 
+// A parked batch holds exactly a bin's limit, which is batch_size(cls) in every live cache.
+BlockChain parked_chain(unsigned cls, void* head) {
+  return BlockChain{head, head != nullptr ? batch_size(cls) : 0};
+}
+
+// The bin's parked batch, taken out of it; empty when there is none (or another thread took it).
+BlockChain unpark(unsigned cls, CacheBin& bin) {
+  if (bin.parked.load(std::memory_order_relaxed) == nullptr) return {};
+  return parked_chain(cls, bin.parked.exchange(nullptr, std::memory_order_acquire));
+}
+
 void flush_bin(unsigned cls, CacheBin& bin) {
   if (bin.count != 0) give_blocks(cls, BlockChain{bin.head, bin.count});
-  if (bin.parked != nullptr) give_blocks(cls, BlockChain{bin.parked, bin.limit});
-  bin.head = bin.parked = nullptr;
+  if (const BlockChain parked = unpark(cls, bin); parked.count != 0) give_blocks(cls, parked);
+  bin.head = nullptr;
   bin.count = 0;
+}
+
+void empty_bin_into_spans(unsigned cls, CacheBin& bin) {
+  if (bin.count != 0) return_blocks_to_spans(cls, BlockChain{bin.head, bin.count});
+  if (const BlockChain parked = unpark(cls, bin); parked.count != 0)
+    return_blocks_to_spans(cls, parked);
+  bin.head = nullptr;
+  bin.count = 0;
+}
+
+// Decay and malloc_trim moved the flush epoch on: the cache goes back into the spans, past the
+// stacks of batches, so that its refills come from few spans and the spans that only scattered
+// cached blocks kept alive empty. Once is not enough: the blocks the program holds at that
+// moment come back to the cache, and a program that works in cycles may hold the same ones at
+// every flush (its slow paths, hence the flushes, fall at the same point of each cycle). So each
+// bin also empties at its next few slow paths, which fall at other points of the cycle.
+constexpr std::uint8_t kDrainingSlowPaths = 4;
+
+void empty_into_spans(ThreadCache& cache) {
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    empty_bin_into_spans(cls, cache.bin_of_class(cls));
+    cache.draining[cls] = kDrainingSlowPaths;
+  }
+}
+
+// Every slow path of a thread with a cache starts here: a look at the clock every few calls,
+// and the flushes that decay or malloc_trim asked for. A relaxed load and a few compares
+// otherwise.
+void housekeeping(ThreadCache& cache, unsigned cls) {
+  if (--cache.clock_countdown == 0) [[unlikely]] {
+    cache.clock_countdown = kSlowPathsPerClockCheck;
+    decay_if_due();
+  }
+  const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
+  if (cache.flush_epoch != epoch) [[unlikely]] {
+    cache.flush_epoch = epoch;
+    empty_into_spans(cache);
+  }
+  if (cache.draining[cls] != 0) [[unlikely]] {
+    --cache.draining[cls];
+    empty_bin_into_spans(cls, cache.bin_of_class(cls));
+  }
 }
 
 void on_thread_exit(void* data) {
@@ -115,9 +178,9 @@ void* refill_and_allocate(unsigned cls) {
     g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
     return block;
   }
+  housekeeping(*cache, cls);
   CacheBin& bin = cache->bin_of_class(cls);
-  BlockChain chain{bin.parked, bin.parked != nullptr ? bin.limit : 0};
-  bin.parked = nullptr;
+  BlockChain chain = unpark(cls, bin);
   if (chain.count == 0) chain = take_blocks(cls);
   if (chain.count == 0) return nullptr;
   void* block = chain.pop();
@@ -136,10 +199,12 @@ void flush_and_deallocate(unsigned cls, void* block) {
     one.push(block);
     give_blocks(cls, one);
   } else {
+    housekeeping(*cache, cls);
     CacheBin& bin = cache->bin_of_class(cls);
     if (bin.count == bin.limit) {
-      if (bin.parked != nullptr) give_blocks(cls, BlockChain{bin.parked, bin.limit});
-      bin.parked = bin.head;
+      const BlockChain before =
+          parked_chain(cls, bin.parked.exchange(bin.head, std::memory_order_acq_rel));
+      if (before.count != 0) give_blocks(cls, before);
       bin.head = nullptr;
       bin.count = 0;
     }
@@ -155,13 +220,38 @@ void flush_thread_cache() {
   for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, t_cache->bin_of_class(cls));
 }
 
+void take_parked_batches() {
+  // give_blocks takes a class lock, which must not be taken under the registry lock (fork takes
+  // them in the other order): the batches wait, linked through the second word of their first
+  // block (every block has 16 bytes), until the registry lock is dropped.
+  void* taken[kClassCount] = {};
+  {
+    LockGuard guard(g_registry_lock);
+    for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
+      for (unsigned cls = 0; cls < kClassCount; ++cls) {
+        const BlockChain batch = unpark(cls, cache->bin_of_class(cls));
+        if (batch.count == 0) continue;
+        static_cast<void**>(batch.head)[1] = taken[cls];
+        taken[cls] = batch.head;
+      }
+    }
+  }
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    while (taken[cls] != nullptr) {
+      void* head = taken[cls];
+      taken[cls] = static_cast<void**>(head)[1];
+      give_blocks(cls, parked_chain(cls, head));
+    }
+  }
+}
+
 ClassUsage class_usage(unsigned cls) {
   LockGuard guard(g_registry_lock);
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     usage.requests += cache->bin_of_class(cls).requests;
     const CacheBin& bin = cache->bin_of_class(cls);
-    usage.cached += bin.count + (bin.parked != nullptr ? bin.limit : 0);
+    usage.cached += bin.count + parked_chain(cls, bin.parked.load(std::memory_order_relaxed)).count;
   }
   return usage;
 }
