@@ -68,6 +68,7 @@ bool trim(std::size_t pad) {
   request_cache_flush();
   take_parked_batches();
   empty_central_stacks();
+  purge_free_blocks();
   const bool released_pools = release_retained_spans() != 0;
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;

@@ -136,6 +136,28 @@ void empty_central_stacks() {
   }
 }
 
+BlockChain take_some_blocks(unsigned cls, std::uint32_t wanted) {
+  if (wanted >= batch_size(cls)) return take_blocks(cls);
+  ClassList& list = g_classes[cls];
+  LockGuard guard(list.lock);
+  if (list.stacked_batches == 0) return list.carve_blocks(cls, wanted);
+  // The first `wanted` blocks of the top batch; the rest stays stacked.
+  BlockChain& top = list.batches[list.stacked_batches - 1];
+  if (top.count <= wanted) {
+    --list.stacked_batches;
+    list.counters.stacked -= top.count;
+    return top;
+  }
+  BlockChain taken{top.head, wanted};
+  void* last = top.head;
+  for (std::uint32_t i = 1; i < wanted; ++i) last = *static_cast<void**>(last);
+  top.head = *static_cast<void**>(last);
+  top.count -= wanted;
+  *static_cast<void**>(last) = nullptr;
+  list.counters.stacked -= wanted;
+  return taken;
+}
+
 void return_blocks_to_spans(unsigned cls, BlockChain chain) {
   ClassList& list = g_classes[cls];
   Span* to_release = nullptr;
@@ -144,6 +166,17 @@ void return_blocks_to_spans(unsigned cls, BlockChain chain) {
     to_release = list.return_to_spans(chain);
   }
   release_all(to_release);
+}
+
+void purge_free_blocks() {
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    if (class_size(cls) <= kPageSize) continue;  // no page lies wholly past the link
+    ClassList& list = g_classes[cls];
+    LockGuard guard(list.lock);  // a block of a span's free list stays free meanwhile
+    for (Span* span = list.partial; span != nullptr; span = span->next)
+      span->blocks.for_each_free_block(
+          [&](std::byte* block) { release_block_pages(block, class_size(cls)); });
+  }
 }
 
 ClassCounters class_counters(unsigned cls) {

@@ -35,6 +35,7 @@ void decay_if_due() {
   if (due == 0) return;
   take_parked_batches();  // onto the stacks, which go into the spans next
   empty_central_stacks();
+  purge_free_blocks();
   decay_retained_spans();
   request_cache_flush();
 }

@@ -13,6 +13,7 @@ namespace poolalloc::internal {
 
 inline constexpr unsigned kSpanShift = 17;
 inline constexpr std::size_t kSpanSize = std::size_t{1} << kSpanShift;  // 128 KiB
+inline constexpr std::size_t kPageSize = 4096;
 
 // Metadata of one span. `blocks` is the paper's pool carving the span's blocks lazily.
 struct Span {

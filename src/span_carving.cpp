@@ -152,6 +152,14 @@ std::size_t release_retained_spans() {
   return count << kSpanShift;
 }
 
+void release_block_pages(std::byte* block, std::size_t size) {
+  const auto start =
+      (reinterpret_cast<std::uintptr_t>(block) + sizeof(std::uint32_t) + kPageSize - 1) &
+      ~(kPageSize - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(block) + size) & ~(kPageSize - 1);
+  if (start < end) madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+}
+
 void decay_retained_spans() {
   Span* unused = nullptr;
   {

@@ -36,6 +36,25 @@ std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
 pthread_key_t g_exit_key;
 
+// Bins start small and grow with traffic (as tcmalloc's do): a refill takes `limit` blocks and a
+// bin that runs empty or overflows doubles its limit, up to a batch. A thread that allocates a
+// few blocks of a class then holds a few, not a batch carved for it, and what an idle thread's
+// lists keep (which nothing but their owner can take) stays small. Decay shrinks them again.
+// Only the owner reads or writes `limit`; count <= limit always. The classes of a few blocks per
+// batch (above 4 KiB) stop at half a batch: there the lists are what idle threads keep (a block
+// or two of each class, tens of KiB per thread), and half a batch is still what the central
+// stacks take whole.
+constexpr std::uint32_t largest_limit(unsigned cls) {
+  const std::uint32_t batch = batch_size(cls);
+  return batch > 8 ? batch : batch / 2;
+}
+constexpr std::uint32_t initial_limit(unsigned cls) {
+  return std::max<std::uint32_t>(1, batch_size(cls) / 16);
+}
+void grow(unsigned cls, CacheBin& bin) {
+  bin.limit = std::min(largest_limit(cls), bin.limit * 2);
+}
+
 ThreadCache* new_cache() {
   LockGuard guard(g_registry_lock);
   if (g_recycled == nullptr) {
@@ -57,7 +76,8 @@ ThreadCache* new_cache() {
     bin.requests = 0;
     bin.parked.store(nullptr, std::memory_order_relaxed);
   }
-  for (unsigned cls = 0; cls < kClassCount; ++cls) cache->bin_of_class(cls).limit = batch_size(cls);
+  for (unsigned cls = 0; cls < kClassCount; ++cls)
+    cache->bin_of_class(cls).limit = initial_limit(cls);
   cache->prev = nullptr;
   cache->flush_epoch = g_flush_epoch.load(std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
@@ -80,9 +100,9 @@ void retire_cache(ThreadCache* cache) {
   g_recycled = cache;
 }
 
-// A parked batch holds exactly a bin's limit, which is batch_size(cls) in every live cache.
+// A parked batch is a full list at the largest limit.
 BlockChain parked_chain(unsigned cls, void* head) {
-  return BlockChain{head, head != nullptr ? batch_size(cls) : 0};
+  return BlockChain{head, head != nullptr ? largest_limit(cls) : 0};
 }
 
 // The bin's parked batch, taken out of it; empty when there is none (or another thread took it).
@@ -104,6 +124,7 @@ void empty_bin_into_spans(unsigned cls, CacheBin& bin) {
     return_blocks_to_spans(cls, parked);
   bin.head = nullptr;
   bin.count = 0;
+  bin.limit = initial_limit(cls);
 }
 
 // Decay and malloc_trim moved the flush epoch on: the cache goes back into the spans, past the
@@ -181,7 +202,10 @@ void* refill_and_allocate(unsigned cls) {
   housekeeping(*cache, cls);
   CacheBin& bin = cache->bin_of_class(cls);
   BlockChain chain = unpark(cls, bin);
-  if (chain.count == 0) chain = take_blocks(cls);
+  if (chain.count == 0) {
+    chain = take_some_blocks(cls, bin.limit);
+    grow(cls, bin);
+  }
   if (chain.count == 0) return nullptr;
   void* block = chain.pop();
   bin.head = chain.head;
@@ -201,7 +225,9 @@ void flush_and_deallocate(unsigned cls, void* block) {
   } else {
     housekeeping(*cache, cls);
     CacheBin& bin = cache->bin_of_class(cls);
-    if (bin.count == bin.limit) {
+    if (bin.count == bin.limit && bin.limit < largest_limit(cls)) {
+      grow(cls, bin);
+    } else if (bin.count == bin.limit) {
       const BlockChain before =
           parked_chain(cls, bin.parked.exchange(bin.head, std::memory_order_acq_rel));
       if (before.count != 0) give_blocks(cls, before);

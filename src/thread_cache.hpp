@@ -14,9 +14,10 @@ namespace poolalloc::internal {
 struct CacheBin {
   void* head = nullptr;        // free blocks linked through their first word
   std::uint32_t count = 0;     // blocks in that list
-  std::uint32_t limit = 0;     // a batch; 0 in the empty cache, so that every free there is slow
+  std::uint32_t limit = 0;     // grows with traffic (thread_cache.cpp); 0 in the empty cache, so
+                               // that every free there is slow
   std::uint64_t requests = 0;  // allocations served from this bin (statistics)
-  // A full batch (`limit` blocks) parked beside the list, or nullptr: a full list becomes the
+  // A full list at the largest limit parked beside the list, or nullptr: a full list becomes the
   // parked batch (the one parked before goes to the central lists) and an empty list takes it,
   // so the bin never walks a chain. Only slow paths touch it, always with an atomic exchange, so
   // that malloc_trim and decay in other threads can take it (take_parked_batches).
