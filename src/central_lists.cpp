@@ -61,6 +61,7 @@ struct alignas(64) ClassList {
       Span& span = span_of(block);
       if (span.blocks.full()) push_front(span);
       span.blocks.deallocate(block);
+      span.unpurged = true;
       if (!span.blocks.empty()) continue;
       unlink(span);
       --counters.spans;
@@ -173,9 +174,12 @@ void purge_free_blocks() {
     if (class_size(cls) <= kPageSize) continue;  // no page lies wholly past the link
     ClassList& list = g_classes[cls];
     LockGuard guard(list.lock);  // a block of a span's free list stays free meanwhile
-    for (Span* span = list.partial; span != nullptr; span = span->next)
+    for (Span* span = list.partial; span != nullptr; span = span->next) {
+      if (!span->unpurged) continue;  // its free blocks gave their pages away already
+      span->unpurged = false;
       span->blocks.for_each_free_block(
           [&](std::byte* block) { release_block_pages(block, class_size(cls)); });
+    }
   }
 }
 

@@ -103,6 +103,7 @@ Span* carve_span(unsigned cls) {
   const std::uint32_t block_size = class_size(cls);
   span->blocks = detail::LazyBlockList(span_start(*span), block_size, kSpanSize / block_size);
   span->next = span->prev = nullptr;
+  span->unpurged = false;
   g_region.span_class_plus_one[span_index_of(*span)] = static_cast<std::uint8_t>(cls + 1);
   g_carved_spans.fetch_add(1, std::memory_order_relaxed);
   return span;
