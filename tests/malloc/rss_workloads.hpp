@@ -59,7 +59,7 @@ size_t run_idle_workers(unsigned threads, unsigned rounds, unsigned blocks, uint
     unsigned rounds, blocks;
     pthread_barrier_t *done_working, *may_exit;
   };
-  static Worker workers[1024];
+  static Worker workers[4096];
   for (unsigned t = 0; t < threads; ++t) {
     workers[t] = {{}, seed + t, rounds, blocks, &done_working, &may_exit};
     pthread_create(

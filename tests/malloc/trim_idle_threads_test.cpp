@@ -3,11 +3,12 @@
 // gives back what their caches hold beyond the lists only their owners may touch. Run with decay
 // off (POOLALLOC_DECAY_MS=3600000), so that what is measured is malloc_trim alone.
 //
-// The bound: an idle thread's lists hold at most about what it freed in its last round (bins
-// grow with traffic; the largest classes keep half a batch, a block or two), and the free blocks
-// beside them in partly used spans keep a page each. So RSS must stay under the bytes of the
-// workers' last round (about 70 MiB at this seed, 1.1 MiB per thread); the old allocator kept
-// every bin's list and parked batch, a batch carved for each class a thread touched (189 MiB).
+// The bound: an idle thread's lists hold what it freed last that did not overflow them, and the
+// unused part of its last refills; bins start small and double with traffic, so that part is no
+// more than what the traffic took. Both together stay under twice the bytes of the workers' last
+// round (about 70 MiB at this seed, 1.1 MiB per thread), and the free blocks beside them in
+// partly used spans keep one page each. The old allocator kept every bin's list and parked
+// batch, a batch carved for each class a thread touched: 189 MiB.
 #include <malloc.h>
 
 #include <cstdio>
@@ -37,7 +38,7 @@ TEST(TrimIdleThreads, ReachesOtherThreadsCaches) {
       "RSS %zu MiB before the threads, %zu MiB once idle, %zu MiB after malloc_trim(0) "
       "with %u idle threads (their last round: %zu MiB)\n",
       before / kMiB, idle / kMiB, after / kMiB, kThreads, last_round / kMiB);
-  EXPECT_LT(after, before + last_round);
+  EXPECT_LT(after, before + 2 * last_round);
 }
 
 }  // namespace
