@@ -6,6 +6,7 @@
 
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
+#include "decay.hpp"
 #include "span_carving.hpp"
 
 namespace poolalloc::internal {
@@ -63,7 +64,12 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
+  // Other threads' caches: their parked batches now, the rest by their owners at their next slow
+  // path (an idle thread's lists stay where they are: only their owner may touch them).
+  request_cache_flush();
+  take_parked_batches();
   empty_central_stacks();
+  purge_free_blocks();
   const bool released_pools = release_retained_spans() != 0;
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;

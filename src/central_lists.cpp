@@ -5,6 +5,7 @@
 
 #include "lock.hpp"
 #include "misuse.hpp"
+#include "os_memory.hpp"
 #include "pool_region.hpp"
 #include "span_carving.hpp"
 
@@ -82,6 +83,7 @@ struct alignas(64) ClassList {
       Span& span = span_of(block);
       if (span.blocks.full()) push_front(span);
       span.blocks.deallocate(block);
+      span.unpurged = true;
       if (!span.blocks.empty()) continue;
       unlink(span);
       --counters.spans;
@@ -157,6 +159,9 @@ BlockChain take_blocks(unsigned cls) {
   return chain;
 }
 
+namespace {
+
+// give_blocks, unless the lock is held for fork() (false, the chain untouched).
 bool try_give_blocks(unsigned cls, BlockChain chain) {
   ClassList& list = g_classes[cls];
   Span* to_release = nullptr;
@@ -174,6 +179,8 @@ bool try_give_blocks(unsigned cls, BlockChain chain) {
   release_all(to_release);  // outside the class lock: madvise is a system call
   return true;
 }
+
+}  // namespace
 
 void give_blocks(unsigned cls, BlockChain chain) {
   if (chain.count != 0 && !try_give_blocks(cls, chain)) g_classes[cls].orphan(chain);
@@ -194,6 +201,62 @@ void empty_central_stacks() {
       }
     }
     release_all(to_release);
+  }
+}
+
+BlockChain take_some_blocks(unsigned cls, std::uint32_t wanted) {
+  if (wanted >= batch_size(cls)) return take_blocks(cls);
+  ClassList& list = g_classes[cls];
+  TryLockGuard guard(list.lock);
+  if (!guard.locked()) return {};  // held for fork(): the caller forwards to the system
+  if (list.stacked_batches == 0) return list.carve_blocks(cls, wanted);
+  // The first `wanted` blocks of the top batch; the rest stays stacked.
+  BlockChain& top = list.batches[list.stacked_batches - 1];
+  if (top.count <= wanted) {
+    --list.stacked_batches;
+    list.counters.stacked -= top.count;
+    return top;
+  }
+  BlockChain taken{top.head, wanted};
+  void* last = top.head;
+  for (std::uint32_t i = 1; i < wanted; ++i) {
+    check_free_block(last, cls);
+    last = next_free(last);
+  }
+  check_free_block(last, cls);
+  top.head = next_free(last);
+  top.count -= wanted;
+  mark_free(last, nullptr);
+  list.counters.stacked -= wanted;
+  return taken;
+}
+
+void return_blocks_to_spans(unsigned cls, BlockChain chain) {
+  ClassList& list = g_classes[cls];
+  Span* to_release = nullptr;
+  {
+    TryLockGuard guard(list.lock);
+    if (!guard.locked()) {
+      list.orphan(chain);  // held for fork(): the next holder files them
+      return;
+    }
+    to_release = concat(list.return_to_spans(cls, chain), list.drain_orphans(cls));
+  }
+  release_all(to_release);
+}
+
+void purge_free_blocks() {
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    if (class_size(cls) <= kPageSize) continue;  // no page lies wholly past the link
+    ClassList& list = g_classes[cls];
+    TryLockGuard guard(list.lock);  // a block of a span's free list stays free meanwhile
+    if (!guard.locked()) continue;  // held for fork(): nothing to purge now
+    for (Span* span = list.partial; span != nullptr; span = span->next) {
+      if (!span->unpurged) continue;  // its free blocks gave their pages away already
+      span->unpurged = false;
+      span->blocks.for_each_free_block(
+          [&](std::byte* block) { release_block_pages(block, class_size(cls)); });
+    }
   }
 }
 

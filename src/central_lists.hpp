@@ -48,19 +48,29 @@ constexpr std::uint32_t batch_size(unsigned cls) {
 // lock is held for fork(). A stacked batch may hold more than batch_size(cls) blocks.
 BlockChain take_blocks(unsigned cls);
 
+// At most `wanted` blocks (a thread cache that is still small): carved from spans, or split off
+// the top stacked batch. take_blocks when `wanted` is a batch or more.
+BlockChain take_some_blocks(unsigned cls, std::uint32_t wanted);
+
 // Takes the blocks back: a chain of at least half a batch onto the stack while it has room,
 // anything else into the blocks' spans. A span that becomes empty goes back to span carving.
-// False, with the chain untouched, when the class's lock is held for fork().
-bool try_give_blocks(unsigned cls, BlockChain chain);
-
-// The same, but never fails and never waits: while the lock is held for fork(), the blocks
-// wait in a lock-free list of the class (walking the chain once), which the next holder of
-// the lock drains into the spans.
+// Never waits: while the class's lock is held for fork(), the blocks wait in a lock-free list of
+// the class (walking the chain once), which the next holder of the lock drains into the spans.
 void give_blocks(unsigned cls, BlockChain chain);
 
-// malloc_trim: empties every stack of batches into the spans (skipping classes whose lock is
-// held for fork()).
+// malloc_trim and decay: empty every stack of batches into the spans (skipping classes whose
+// lock is held for fork()).
 void empty_central_stacks();
+
+// Puts the blocks back into their spans, past the stack of batches (a thread cache emptied by
+// decay: its next refills should come from few spans, not from the blocks it gave back).
+void return_blocks_to_spans(unsigned cls, BlockChain chain);
+
+// malloc_trim and decay: the pages of the free blocks of partly used spans go back to the OS,
+// all but the page that holds each block's link (classes above a page). One block still
+// in use, or in a thread cache, would otherwise keep its whole span resident: 128 KiB for a
+// 32 KiB block.
+void purge_free_blocks();
 
 struct ClassCounters {
   std::uint64_t blocks_out;  // blocks taken from spans and not given back

@@ -17,9 +17,14 @@
 // span carved again for another class, moved by a program) never passes for another's.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace poolalloc::internal {
+
+// The bytes at the start of a free block that hold its link and its mark: what must survive when
+// the rest of a free block's pages go back to the OS.
+inline constexpr std::size_t kFreeBlockHeader = 2 * sizeof(std::uintptr_t);
 
 struct FreeBlockKeys {
   std::uintptr_t mark = 0;  // never 0 once chosen

@@ -78,12 +78,14 @@ void read_flag(std::string_view name, std::string_view off, std::string_view on,
   report_invalid(name, text, expected.text(), option ? on : off);
 }
 
+// A size (parse_size), or with `plain` a number without suffix, from min to max.
 void read_size(std::string_view name, std::size_t min, std::size_t max, std::string_view expected,
-               std::size_t& option) {
+               std::size_t& option, bool plain = false) {
   const std::string_view text = find_variable(name);
   if (text.data() == nullptr) return;
   std::size_t value = 0;
-  if (parse_size(text, value) && value >= min && value <= max) {
+  const bool suffix_ok = !plain || (!text.empty() && text.back() >= '0' && text.back() <= '9');
+  if (suffix_ok && parse_size(text, value) && value >= min && value <= max) {
     option = value;
   } else {
     detail::Message default_value;
@@ -101,6 +103,8 @@ bool read_options() {
             g_options.max_pooled);
   read_size("POOLALLOC_REGION_SIZE", std::size_t{8} << 20, std::size_t{64} << 40,
             "a size from 8M to 64T, such as 16G", g_options.region_size);
+  read_size("POOLALLOC_DECAY_MS", 0, 3600 * 1000, "milliseconds from 0 to 3600000",
+            g_options.decay_ms, true);
   read_size("POOLALLOC_QUARANTINE", 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);
   bool stats = false;

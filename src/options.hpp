@@ -13,6 +13,8 @@ namespace poolalloc::internal {
 struct Options {
   std::size_t max_pooled = kLargestClassSize;       // POOLALLOC_MAX_POOLED
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
+  // POOLALLOC_DECAY_MS: the period after which memory that went unused goes back (decay.hpp).
+  std::size_t decay_ms = 1000;
   // POOLALLOC_STATS=1: a copy of the stderr the program started with, where the table goes at
   // exit when fd 2 no longer refers to it (programs such as coreutils close stderr itself before
   // exiting); -1 otherwise. A daemon may close the copy and reuse its number for a file of its

@@ -26,6 +26,8 @@ struct Span {
   detail::LazyBlockList blocks;
   Span* next = nullptr;  // in its class's list of spans with free blocks, or the unused list
   Span* prev = nullptr;
+  // Blocks came back to its free list since purge_free_blocks last gave their pages away.
+  bool unpurged = false;
 };
 
 struct PoolRegion {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "os_memory.hpp"
 #include "size_classes.hpp"
@@ -29,12 +30,15 @@ Span* g_unused = nullptr;             // spans handed back to the OS, ready to b
 // again (every frame, every request) neither gives pages to the OS nor faults them back each
 // time. The budget starts at 8 MiB over all classes and grows by one span each time a span
 // whose pages went back to the OS is carved again (the program came back for memory it had
-// freed), up to 64 MiB; malloc_trim resets it. Past it, RSS follows the live set.
+// freed), up to 64 MiB; malloc_trim resets it. Past it, RSS follows the live set; within it,
+// the spans no carve took during a decay period go back to the OS (decay.hpp).
 constexpr std::size_t kMinRetainedSpans = (std::size_t{8} << 20) >> kSpanShift;
 constexpr std::size_t kMaxRetainedSpans = (std::size_t{64} << 20) >> kSpanShift;
 std::size_t g_retained_budget = kMinRetainedSpans;
 Span* g_retained = nullptr;
 std::size_t g_retained_count = 0;
+// The fewest retained spans since the last decay step: that many went unused for a period.
+std::size_t g_retained_low_water = 0;
 std::atomic<std::size_t> g_carved_spans{0};
 // Empty spans released while the carving lock was held for fork(), linked through Span::next:
 // pushed without the lock, filed by the next holder (retained, or handed back to the OS).
@@ -109,6 +113,7 @@ Span* carve_span(unsigned cls) {
       span = g_retained;
       g_retained = span->next;
       --g_retained_count;
+      g_retained_low_water = std::min(g_retained_low_water, g_retained_count);
     } else if (to_hand_back != nullptr) {
       span = to_hand_back;  // released, not yet handed back: carve it again as it is
       to_hand_back = span->next;
@@ -125,6 +130,7 @@ Span* carve_span(unsigned cls) {
   const std::uint32_t block_size = class_size(cls);
   span->blocks = detail::LazyBlockList(span_start(*span), block_size, kSpanSize / block_size);
   span->next = span->prev = nullptr;
+  span->unpurged = false;
   g_region.span_class_plus_one[span_index_of(*span)] = static_cast<std::uint8_t>(cls + 1);
   g_carved_spans.fetch_add(1, std::memory_order_relaxed);
   return span;
@@ -181,12 +187,38 @@ std::size_t release_retained_spans() {
       retained = span;
     }
     g_retained_count = 0;
+    g_retained_low_water = 0;
     g_retained_budget = kMinRetainedSpans;
   }
   std::size_t count = 0;
   for (Span* span = retained; span != nullptr; span = span->next) ++count;
   hand_back_all_to_os(retained);
   return count << kSpanShift;
+}
+
+void release_block_pages(std::byte* block, std::size_t size) {
+  const auto start = (reinterpret_cast<std::uintptr_t>(block) + kFreeBlockHeader + kPageSize - 1) &
+                     ~(kPageSize - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(block) + size) & ~(kPageSize - 1);
+  if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
+}
+
+void decay_retained_spans() {
+  Span* unused = nullptr;
+  {
+    TryLockGuard guard(g_carving_lock);
+    if (!guard.locked()) return;  // held for fork(): nothing decays now
+    // The spans are alike (empty, committed): which ones go back does not matter, how many does.
+    for (std::size_t n = std::min(g_retained_low_water, g_retained_count); n != 0; --n) {
+      Span* span = g_retained;
+      g_retained = span->next;
+      --g_retained_count;
+      span->next = unused;
+      unused = span;
+    }
+    g_retained_low_water = g_retained_count;
+  }
+  hand_back_all_to_os(unused);
 }
 
 std::size_t carved_bytes() {

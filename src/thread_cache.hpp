@@ -3,6 +3,7 @@
 // slow paths, which move whole batches between a bin and the central lists in O(1).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -13,12 +14,14 @@ namespace poolalloc::internal {
 struct CacheBin {
   void* head = nullptr;        // free blocks, linked and marked as free_block_marks.hpp says
   std::uint32_t count = 0;     // blocks in that list
-  std::uint32_t limit = 0;     // a batch; 0 in the empty cache, so that every free there is slow
+  std::uint32_t limit = 0;     // grows with traffic (thread_cache.cpp); 0 in the empty cache, so
+                               // that every free there is slow
   std::uint64_t requests = 0;  // allocations served from this bin (statistics)
-  // A full batch (`limit` blocks) parked beside the list, or nullptr: a full list becomes the
+  // A full list at the largest limit parked beside the list, or nullptr: a full list becomes the
   // parked batch (the one parked before goes to the central lists) and an empty list takes it,
-  // so the bin never walks a chain.
-  void* parked = nullptr;
+  // so the bin never walks a chain. Only slow paths touch it, always with an atomic exchange, so
+  // that malloc_trim and decay in other threads can take it (take_parked_batches).
+  std::atomic<void*> parked = nullptr;
 };
 static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift");
 
@@ -33,6 +36,12 @@ class ThreadCache {
 
   ThreadCache* next = nullptr;  // in the registry of live caches
   ThreadCache* prev = nullptr;
+  // Slow-path housekeeping (decay.hpp): the flush epoch this cache last emptied itself at, how
+  // many slow paths remain before the next look at the clock, and per class how many more slow
+  // paths empty the bin into the spans after that (see empty_into_spans).
+  std::uint32_t flush_epoch = 0;
+  std::uint32_t clock_countdown = 0;
+  std::uint8_t draining[kClassCount] = {};
 
  private:
   // bins_[cls + 1] serves class cls. bins_[0] stays empty with limit 0, so that a pointer into a
@@ -65,6 +74,10 @@ void flush_and_deallocate(unsigned cls, void* block);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();
+
+// Gives the parked batch of every live thread's cache back to the central lists (malloc_trim,
+// decay). The lists themselves stay: only their owners may touch them.
+void take_parked_batches();
 
 // Sets up thread-exit handling; called once during initialisation.
 void init_thread_caches();

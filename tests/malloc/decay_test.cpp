@@ -1,0 +1,110 @@
+// The resident set follows the live set over time without the program calling anything
+// (run with POOLALLOC_DECAY_MS=100): after a burst freed in random order, while the program goes
+// on with a small live set; and after threads that allocated a mix of sizes went idle.
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "malloc_test_util.hpp"
+#include "rss_workloads.hpp"
+
+namespace malloc_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kDeadline = std::chrono::seconds(20);
+
+// The small work a program goes on with: `count` blocks of 64 B allocated, written and freed,
+// then a pause of a millisecond (the program's pace, not a synchronisation).
+void small_work(size_t count) {
+  void* blocks[1000];
+  for (size_t i = 0; i < count; ++i) {
+    blocks[i] = malloc(opaque(size_t{64}));
+    if (blocks[i] != nullptr) static_cast<uintptr_t*>(blocks[i])[0] = i;
+  }
+  for (size_t i = 0; i < count; ++i) free(blocks[i]);
+  const timespec pause{0, 1000000};
+  nanosleep(&pause, nullptr);
+}
+
+// Does small_work until the resident set falls under `bound` or the deadline passes; returns
+// the resident set at the end and sets `took` to the time it took.
+size_t work_until_rss_below(size_t bound, double& took) {
+  const auto start = Clock::now();
+  size_t rss = resident_bytes();
+  while (rss >= bound && Clock::now() - start < kDeadline) {
+    small_work(1000);
+    rss = resident_bytes();
+  }
+  took = std::chrono::duration<double>(Clock::now() - start).count();
+  return rss;
+}
+
+// Allocates `bytes` of 64-byte blocks, writes each, and frees them in random order; returns the
+// resident set at the peak. The array of pointers is unmapped before it returns.
+size_t burst_freed_in_random_order(size_t bytes, uint64_t seed) {
+  const size_t count = bytes / 64;
+  PointerArray blocks(count);
+  EXPECT_NE(blocks.data(), nullptr);
+  if (blocks.data() == nullptr) return 0;
+  for (size_t i = 0; i < count; ++i) {
+    blocks[i] = malloc(opaque(size_t{64}));
+    if (blocks[i] == nullptr) {
+      ADD_FAILURE() << "malloc failed";
+      return 0;
+    }
+    static_cast<uintptr_t*>(blocks[i])[0] = i;
+  }
+  const size_t peak = resident_bytes();
+  std::mt19937_64 rng(seed);
+  for (size_t i = count; i > 1; --i) std::swap(blocks[i - 1], blocks[rng() % i]);
+  for (size_t i = 0; i < count; ++i) free(blocks[i]);
+  return peak;
+}
+
+TEST(DecayRss, RandomOrderFreesFallToTheLiveSet) {
+  constexpr size_t kBurst = size_t{128} << 20;
+  constexpr uint64_t kSeed = 4;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const size_t before = resident_bytes();
+  const size_t peak = burst_freed_in_random_order(kBurst, kSeed);
+  const size_t freed = resident_bytes();
+  ASSERT_GT(peak, before + kBurst / 2) << "the blocks were not touched; the test measures nothing";
+  double took = 0;
+  const size_t after = work_until_rss_below(before + 16 * kMiB, took);
+  std::printf(
+      "RSS %zu MiB before, %zu MiB at the peak, %zu MiB once freed, %zu MiB after %.1f s "
+      "of small work\n",
+      before / kMiB, peak / kMiB, freed / kMiB, after / kMiB, took);
+  EXPECT_LT(after, before + 16 * kMiB);
+}
+
+TEST(DecayRss, IdleThreadsCachesDecay) {
+  constexpr uint64_t kSeed = 8;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const size_t before = resident_bytes();
+  size_t idle = 0, after = 0;
+  double took = 0;
+  // About what malloc_trim(0) reaches in trim_idle_threads_test (the idle threads' lists, a
+  // little over their last round): decay must take the rest as malloc_trim does, driven by the
+  // main thread's slow paths alone.
+  constexpr size_t kSlack = 8 * kMiB;
+  const size_t last_round = run_idle_workers(64, 4, 256, kSeed, [&](size_t last_round_bytes) {
+    idle = resident_bytes();
+    after = work_until_rss_below(before + last_round_bytes + kSlack, took);
+  });
+  std::printf(
+      "RSS %zu MiB before the threads, %zu MiB when they went idle, %zu MiB after %.1f s "
+      "of small work in the main thread (their last round: %zu MiB)\n",
+      before / kMiB, idle / kMiB, after / kMiB, took, last_round / kMiB);
+  EXPECT_LT(after, before + last_round + kSlack);
+}
+
+}  // namespace
+}  // namespace malloc_test

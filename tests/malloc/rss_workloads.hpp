@@ -1,0 +1,96 @@
+// Workloads shared by the tests that watch the resident set follow the live set over time:
+// many threads that allocate a mix of sizes and go idle, and a pointer array that lives outside
+// the allocator so that it does not blur what is measured.
+#pragma once
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <random>
+
+namespace malloc_test {
+
+class PointerArray {
+ public:
+  explicit PointerArray(size_t capacity) : bytes_(capacity * sizeof(void*)) {
+    void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = m == MAP_FAILED ? nullptr : static_cast<void**>(m);
+  }
+  ~PointerArray() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  PointerArray(const PointerArray&) = delete;
+  PointerArray& operator=(const PointerArray&) = delete;
+  void** data() const { return data_; }
+  void*& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  size_t bytes_;
+  void** data_;
+};
+
+// A size from 16 B to 32 KiB, each doubling equally likely.
+inline size_t mixed_size(std::mt19937_64& rng) {
+  const unsigned doubling = 4 + static_cast<unsigned>(rng() % 11);  // 16 .. 16 KiB
+  return (size_t{1} << doubling) + rng() % ((size_t{1} << doubling) + 1);
+}
+
+// `threads` workers each allocate `rounds` x `blocks` blocks of mixed sizes, write them whole,
+// and free them in random order; then they wait, idle, while the caller's `while_idle` runs
+// (given the bytes of their last round, as below),
+// and exit once it returned. Nothing stays allocated. Returns the bytes the workers requested in
+// their last round, all of them together: what their caches may still hold is no more than
+// that (the blocks they freed last) plus the unused part of their last refills.
+template <class WhileIdle>
+size_t run_idle_workers(unsigned threads, unsigned rounds, unsigned blocks, uint64_t seed,
+                        WhileIdle while_idle) {
+  static std::atomic<size_t> last_round_bytes;
+  last_round_bytes = 0;
+  pthread_barrier_t done_working, may_exit;
+  pthread_barrier_init(&done_working, nullptr, threads + 1);
+  pthread_barrier_init(&may_exit, nullptr, threads + 1);
+  struct Worker {
+    pthread_t thread;
+    uint64_t seed;
+    unsigned rounds, blocks;
+    pthread_barrier_t *done_working, *may_exit;
+  };
+  static Worker workers[4096];
+  for (unsigned t = 0; t < threads; ++t) {
+    workers[t] = {{}, seed + t, rounds, blocks, &done_working, &may_exit};
+    pthread_create(
+        &workers[t].thread, nullptr,
+        [](void* arg) -> void* {
+          auto* w = static_cast<Worker*>(arg);
+          std::mt19937_64 rng(w->seed);
+          PointerArray held(w->blocks);
+          for (unsigned round = 0; round < w->rounds; ++round) {
+            for (unsigned i = 0; i < w->blocks; ++i) {
+              const size_t size = mixed_size(rng);
+              if (round + 1 == w->rounds) last_round_bytes += size;
+              held[i] = malloc(size);
+              if (held[i] != nullptr) memset(held[i], 0x5a, size);
+            }
+            for (unsigned i = w->blocks; i > 1; --i) std::swap(held[i - 1], held[rng() % i]);
+            for (unsigned i = 0; i < w->blocks; ++i) free(held[i]);
+          }
+          pthread_barrier_wait(w->done_working);
+          pthread_barrier_wait(w->may_exit);
+          return nullptr;
+        },
+        &workers[t]);
+  }
+  pthread_barrier_wait(&done_working);
+  while_idle(last_round_bytes.load());
+  pthread_barrier_wait(&may_exit);
+  for (unsigned t = 0; t < threads; ++t) pthread_join(workers[t].thread, nullptr);
+  pthread_barrier_destroy(&done_working);
+  pthread_barrier_destroy(&may_exit);
+  return last_round_bytes;
+}
+
+}  // namespace malloc_test
