@@ -18,7 +18,7 @@ void* allocate_slow(std::size_t size);
 
 // The fast path of malloc: 24 instructions before the `ret` on x86-64 with GCC 12 -O3 (18 before
 // the free-block marks: loading the key, computing, checking and clearing the mark add 6; the
-// mark also unmangles the link, in place of the plain load). A malloc(64)/free pair costs 68
+// mark also unmangles the link, in place of the plain load). A malloc(64)/free pair costs 70
 // instructions in scripts/fastpath-instructions.sh (60 before the marks).
 inline void* allocate(std::size_t size) {
   if (size <= g_pooled_limit) [[likely]] {
