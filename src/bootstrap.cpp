@@ -90,7 +90,7 @@ bool ensure_initialised() {
   if (state == kUninitialised && g_state.compare_exchange_strong(expected, kInitialising)) {
     // Nothing here allocates, so no call can come back into malloc while we initialise.
     g_options_read = read_options();
-    choose_free_block_keys();  // before the first block is handed out
+    choose_free_block_key();  // before the first block is handed out
     const bool ready = place_region(g_options.region_size);
     init_thread_caches();
     // Unavailable pools leave the limit at 0: every request goes to the system allocator.

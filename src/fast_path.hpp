@@ -51,11 +51,9 @@ inline void* pop_cached(std::size_t cls) {
     const std::uintptr_t mark = mark_of(block);
     if (words_of(block)[1] != mark) [[unlikely]]
       report_corrupted_cache_list(bin, block);
-    // The mask is ready while word 0 loads, leaving one xor after the load on the chain from one
-    // pop to the next (the empty asm keeps the compiler from reassociating it into two).
-    std::uintptr_t link_mask = mark ^ g_free_block_keys.link;
-    asm("" : "+r"(link_mask));
-    bin->head = reinterpret_cast<void*>(words_of(block)[0] ^ link_mask);
+    // The mark is ready while word 0 loads: one xor after the load on the chain from one pop to
+    // the next, as glibc's REVEAL_PTR.
+    bin->head = reinterpret_cast<void*>(words_of(block)[0] ^ mark);
     clear_mark(block);
     bin->count -= 1;
     bin->requests += 1;
@@ -79,7 +77,7 @@ inline bool push_cached(CacheBin& bin, void* block) {
   if (words_of(block)[1] == mark) [[unlikely]]
     return false;
   words_of(block)[1] = mark;
-  words_of(block)[0] = reinterpret_cast<std::uintptr_t>(bin.head) ^ mark ^ g_free_block_keys.link;
+  words_of(block)[0] = reinterpret_cast<std::uintptr_t>(bin.head) ^ mark;
   bin.head = block;
   ++bin.count;
   return true;

@@ -25,7 +25,7 @@ std::uint64_t mix(std::uint64_t x) {
 // kernel gave the process, which also seed glibc's stack and pointer guards, compressed
 // through a one-way combination with the clock so that a key read from a freed block does
 // not give them away.
-void fallback_keys(std::uint64_t (&keys)[2]) {
+std::uint64_t fallback_key() {
   std::uint64_t random[2] = {};
   if (const auto at_random = getauxval(AT_RANDOM); at_random != 0)
     std::memcpy(random, reinterpret_cast<const void*>(at_random), sizeof random);
@@ -34,19 +34,17 @@ void fallback_keys(std::uint64_t (&keys)[2]) {
   const std::uint64_t clock = static_cast<std::uint64_t>(now.tv_sec) * 1000000000u +
                               static_cast<std::uint64_t>(now.tv_nsec);
   const std::uint64_t place = reinterpret_cast<std::uintptr_t>(&now);
-  keys[0] = mix(random[0] ^ clock) ^ mix(random[1] + place);
-  keys[1] = mix(random[1] ^ mix(clock)) ^ mix(random[0] + 0x9e3779b97f4a7c15u);
+  return mix(random[0] ^ clock) ^ mix(random[1] + place);
 }
 
 }  // namespace
 
-void choose_free_block_keys() {
-  std::uint64_t keys[2] = {};
-  if (getrandom(keys, sizeof keys, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof keys))
-    fallback_keys(keys);
-  // A zero mark key would make a block whose second word is its own address look free.
-  g_free_block_keys.mark = keys[0] != 0 ? keys[0] : 0x5bd1e9955bd1e995u;
-  g_free_block_keys.link = keys[1];
+void choose_free_block_key() {
+  std::uint64_t key = 0;
+  if (getrandom(&key, sizeof key, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof key))
+    key = fallback_key();
+  // A zero key would make a block whose second word is its own address look free.
+  g_free_block_key = key != 0 ? key : 0x5bd1e9955bd1e995u;
 }
 
 void check_free_block(void* block, unsigned cls) {

@@ -103,7 +103,7 @@ bool read_options() {
             g_options.max_pooled);
   read_size("POOLALLOC_REGION_SIZE", std::size_t{8} << 20, std::size_t{64} << 40,
             "a size from 8M to 64T, such as 16G", g_options.region_size);
-  read_size("POOLALLOC_DECAY_MS", 0, 3600 * 1000, "milliseconds from 0 to 3600000",
+  read_size("POOLALLOC_DECAY_MS", 0, std::size_t{3600} * 1000, "milliseconds from 0 to 3600000",
             g_options.decay_ms, true);
   read_size("POOLALLOC_QUARANTINE", 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);
