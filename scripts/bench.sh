@@ -12,7 +12,8 @@
 #   --smoke    every workload once, tiny, to check that the suite works (CI, ctest label bench);
 #              never judges speed; skips baselines that are not installed and installs nothing;
 #              results in build-suite/results-smoke/
-#   --allocators "glibc jemalloc mimalloc tcmalloc poolalloc"   (space- or comma-separated)
+#   --allocators "glibc jemalloc mimalloc tcmalloc poolalloc"   (space- or comma-separated; a
+#                NAME=LIB entry preloads LIB under NAME, e.g. an older build of poolalloc)
 #   --workloads  "churn sweep mixed prodcons larson game python sqlite gxx" (or row names such
 #                as sweep-64, larson-t2)
 #   --threads    "1 2 4": thread counts of the scaling workloads, mixed and larson
@@ -87,6 +88,7 @@ library_of() {
     mimalloc) echo "$libdir/libmimalloc.so.2" ;;
     tcmalloc) echo "$libdir/libtcmalloc_minimal.so.4" ;;
     poolalloc) echo "$poolalloc" ;;
+    ?*=?*) echo "${1#*=}" ;;
     *) echo "bench.sh: unknown allocator '$1'" >&2; return 1 ;;
   esac
 }
@@ -102,7 +104,7 @@ for allocator in $allocators; do
     echo "bench.sh: $allocator: $lib is missing (scripts/install-deps.sh --bench)" >&2
     exit 1
   fi
-  names+=("$allocator")
+  names+=("${allocator%%=*}")
   libs+=("$lib")
 done
 ((${#names[@]})) || { echo "bench.sh: no allocator to run" >&2; exit 1; }
