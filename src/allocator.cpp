@@ -24,7 +24,9 @@ void* allocate_slow(std::size_t size) {
 void* allocate_zeroed(std::size_t size) {
   if (size > g_pooled_limit) return system_calloc(size);
   void* block = allocate(size);
-  if (block != nullptr) std::memset(block, 0, size);
+  // The whole usable size, as glibc does: README lets programs write malloc_usable_size bytes,
+  // and a recycled block's slack would otherwise keep what its last owner wrote there.
+  if (block != nullptr) std::memset(block, 0, usable_size(block));
   return block;
 }
 

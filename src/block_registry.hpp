@@ -13,7 +13,8 @@ struct BlockRecord {
   std::uintptr_t address = 0;  // what malloc returned
   std::size_t size = 0;        // what was asked for
   const void* allocated_at = nullptr;
-  std::uint32_t front = 0;  // guard bytes before the block: the underlying block starts there
+  std::size_t front = 0;  // bytes before the block (its alignment, at least the guard bytes):
+                          // the underlying block starts there
 };
 
 class BlockRegistry {

@@ -81,6 +81,12 @@ struct alignas(64) ClassList {
     while (chain.count != 0) {
       void* block = chain.pop(cls);
       Span& span = span_of(block);
+      // A block past the bump index was never handed out: a program freed an address it never
+      // got (free(p + size) of the last block carved). Accepted, the bump index would hand it
+      // out again. The fast path cannot see it (such a block carries no free mark); here, where
+      // each block meets its span, the check is one compare.
+      if (span.blocks.index_of(block) >= span.blocks.initialised_count())
+        report_never_handed_out("free", block, cls);
       if (span.blocks.full()) push_front(span);
       span.blocks.deallocate(block);
       span.unpurged = true;

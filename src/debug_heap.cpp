@@ -190,6 +190,11 @@ std::byte* user_bytes(const BlockRecord& record) {
 std::byte* underlying_block(const BlockRecord& record) {
   return user_bytes(record) - record.front;
 }
+// The guard bytes right before the block. The rest of the front padding (up to the alignment,
+// which may be 2^28 or more) is never written or read, so it costs address space, not RSS.
+std::byte* front_guard(const BlockRecord& record) {
+  return user_bytes(record) - kGuardBytes;
+}
 
 // "0x5a1000 (24 bytes in a 48-byte block of size class 2, allocated at main+0x1c (./game))"
 void describe(detail::Message& message, const BlockRecord& record) {
@@ -216,12 +221,12 @@ void report(detail::Message& message) {
 
 // Checks the guard bytes of a live block; reports an overwrite, naming `when` it was seen.
 void check_guards(const BlockRecord& record, const char* when) {
-  const std::byte* front = underlying_block(record);
+  const std::byte* front = front_guard(record);
   const std::byte* back = user_bytes(record) + record.size;
   std::size_t before = 0;  // how far before the block the furthest overwritten byte lies
-  for (std::size_t i = 0; i < record.front; ++i) {
+  for (std::size_t i = 0; i < kGuardBytes; ++i) {
     if (front[i] != std::byte{kGuardFill}) {
-      before = record.front - i;
+      before = kGuardBytes - i;
       break;
     }
   }
@@ -244,7 +249,7 @@ void check_guards(const BlockRecord& record, const char* when) {
   report(message);
   // Still running (POOLALLOC_ON_ERROR=report): mend the guards so that this damage is reported
   // once, not again by every later check of the same block.
-  std::memset(underlying_block(record), kGuardFill, record.front);
+  std::memset(front_guard(record), kGuardFill, kGuardBytes);
   std::memset(user_bytes(record) + record.size, kGuardFill, kGuardBytes);
 }
 
@@ -315,11 +320,10 @@ void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fi
       alignment <= kMinAlignment ? allocate(total) : allocate_aligned(alignment, total));
   if (block == nullptr) return nullptr;
   std::byte* user = block + front;
-  std::memset(block, kGuardFill, front);
+  std::memset(user - kGuardBytes, kGuardFill, kGuardBytes);
   std::memset(user, fill, size);
   std::memset(user + size, kGuardFill, kGuardBytes);
-  const BlockRecord record{reinterpret_cast<std::uintptr_t>(user), size, site,
-                           static_cast<std::uint32_t>(front)};
+  const BlockRecord record{reinterpret_cast<std::uintptr_t>(user), size, site, front};
   bool recorded = false;
   if (lock_heap_unless_forking()) {
     recorded = g_registry.insert(record);

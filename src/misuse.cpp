@@ -46,6 +46,14 @@ void report_double_free(const char* operation, const void* p, unsigned cls) {
   detail::fatal(message);
 }
 
+void report_never_handed_out(const char* operation, const void* p, unsigned cls) {
+  detail::Message message;
+  message << "poolalloc: " << operation << "(" << p << "): not a block that malloc handed out: the "
+          << class_size(cls) << "-byte block (size class " << cls
+          << ") lies in its span's never-used range";
+  detail::fatal(message);
+}
+
 void report_corrupted_free_list(const void* p, unsigned cls) {
   detail::Message message;
   message << "poolalloc: the free list of size class " << cls << " (" << class_size(cls)

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -94,6 +95,23 @@ void read_size(std::string_view name, std::size_t min, std::size_t max, std::str
   }
 }
 
+// A copy of stderr on a number programs do not look at: high, below the soft descriptor limit,
+// so that the program's own first open() still gets 3. The hint is capped at FD_SETSIZE (1024),
+// so a huge limit neither grows the descriptor table nor takes a number select() cannot use;
+// where the numbers up there are taken, lower ones are tried.
+int duplicate_stderr_high() {
+  constexpr rlim_t kCap = 1024;
+  constexpr rlim_t kMargin = 16;
+  struct rlimit limit {};
+  rlim_t top = kCap;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < top) top = limit.rlim_cur;
+  for (rlim_t hint = top > kMargin + 3 ? top - kMargin : 3;; hint /= 2) {
+    if (hint < 3) hint = 3;
+    const int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, static_cast<int>(hint));
+    if (fd >= 0 || hint == 3) return fd;
+  }
+}
+
 }  // namespace
 
 bool read_options() {
@@ -113,7 +131,7 @@ bool read_options() {
   if (stats && g_options.stats_fd < 0 && fstat(STDERR_FILENO, &initial_stderr) == 0) {
     g_options.stats_device = initial_stderr.st_dev;
     g_options.stats_inode = initial_stderr.st_ino;
-    g_options.stats_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    g_options.stats_fd = duplicate_stderr_high();
   }
   read_flag("POOLALLOC_LEAKS", "0", "1", g_options.leak_report);
   bool report_only = !g_options.abort_on_error;

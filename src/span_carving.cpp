@@ -232,12 +232,18 @@ std::size_t resident_bytes() {
     TryLockGuard guard(g_carving_lock);  // held for fork(), it cannot change: read it as it is
     fresh = g_fresh_span;
   }
+  // Every span carved so far: those of a class, and the empty ones, which are retained (their
+  // pages still resident) or were handed back (resident no more).
   for (std::size_t span = 0; span < fresh; ++span) {
-    if (g_region.span_class_plus_one[span] == 0) continue;
     resident +=
         resident_bytes_of(reinterpret_cast<void*>(g_region.base + (span << kSpanShift)), kSpanSize);
   }
   return resident;
+}
+
+std::size_t retained_bytes() {
+  TryLockGuard guard(g_carving_lock);  // held for fork(), it cannot change: read it as it is
+  return g_retained_count << kSpanShift;
 }
 
 void lock_span_carving_for_fork() {

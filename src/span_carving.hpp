@@ -30,8 +30,11 @@ void decay_retained_spans();
 // Bytes of spans carved and not released: what the pools hold.
 std::size_t carved_bytes();
 
-// Bytes of carved spans resident in memory (mincore): what the pools cost in RSS.
+// Bytes of carved spans resident in memory (mincore), the retained empty ones included: what
+// the pools cost in RSS.
 std::size_t resident_bytes();
+// Bytes of the retained empty spans (not in any class, pages still committed).
+std::size_t retained_bytes();
 
 void lock_span_carving_for_fork();
 void unlock_span_carving_after_fork(bool in_child);

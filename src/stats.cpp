@@ -58,6 +58,7 @@ void take_snapshot(Snapshot& snapshot) {
   totals.system_bytes = g_system_counters.bytes.load(std::memory_order_relaxed);
   totals.thread_caches = live_thread_caches();
   totals.resident_bytes = resident_bytes();
+  totals.retained_bytes = retained_bytes();
 }
 
 // While the table is written: no cancellation (write is a cancellation point, and glibc's
@@ -130,6 +131,7 @@ void print_snapshot(int fd) {
   print_total(fd, "system-forwarded bytes", totals.system_bytes);
   print_total(fd, "thread caches in use", totals.thread_caches);
   print_total(fd, "bytes held by the pools", totals.bytes_held);
+  print_total(fd, "bytes of retained empty spans", totals.retained_bytes);
   print_total(fd, "resident bytes of the pools", totals.resident_bytes);
   print_total(fd, "pooled requests", totals.pooled_requests);
 }
@@ -174,7 +176,8 @@ struct mallinfo2 pooled_mallinfo2() {
   std::uint64_t live_bytes = 0;
   for (unsigned cls = 0; cls < kClassCount; ++cls)
     live_bytes += class_stats(cls).live * class_size(cls);
-  const std::size_t held = carved_bytes();
+  // The spans of the classes and the retained empty spans: both are memory the pools hold.
+  const std::size_t held = carved_bytes() + retained_bytes();
   if (live_bytes > held) live_bytes = held;  // a snapshot taken while other threads allocate
   info.arena += held;
   info.uordblks += live_bytes;

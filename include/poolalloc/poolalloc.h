@@ -25,11 +25,15 @@ struct poolalloc_stats {
   uint64_t pooled_live;     /* pooled_requests - pooled_frees */
   uint64_t pooled_peak;     /* most blocks out of their spans at once (live plus thread-cached) */
   uint64_t spans_in_use;    /* spans carved for a size class */
-  uint64_t bytes_held;      /* bytes of spans carved for size classes */
+  uint64_t bytes_held;      /* bytes of the spans that belong to a size class now (the
+                             * retained empty spans are not among them: retained_bytes) */
   uint64_t system_requests; /* allocations forwarded to the system allocator */
   uint64_t system_bytes;    /* bytes requested by those allocations */
   uint64_t thread_caches;   /* thread caches in use */
-  uint64_t resident_bytes;  /* resident pages of the pool region (what RSS the pools cost) */
+  uint64_t resident_bytes;  /* resident pages of every span carved so far, in a class or
+                             * retained empty (what RSS the pools cost) */
+  uint64_t retained_bytes;  /* bytes of the empty spans kept committed for reuse (given back
+                             * by malloc_trim and by decay); most of them are resident */
 };
 
 /* Fills *stats; returns 0, or -1 when stats is NULL. */

@@ -3,8 +3,10 @@
 // POOLALLOC_LEAKS=1 prints a leak report grouped by call site, largest first.
 #include <malloc.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <regex>
@@ -103,6 +105,39 @@ TEST(DebugUsableSize, IsExactlyTheRequestedSize) {
     free(q);
   }
   EXPECT_EQ(malloc_usable_size(nullptr), 0u);
+}
+
+// An alignment of 2^32 or more: the padding before the block no longer fits 32 bits, and the
+// block must still be usable and go back to where it came from (a freed block is released
+// when the quarantine, 16 MiB by default, is pushed past its budget).
+TEST(DebugAlignment, FourGiBAlignmentAllocatesAndFrees) {
+  void* p = nullptr;
+  ASSERT_EQ(posix_memalign(&p, opaque(std::size_t{1} << 32), opaque<std::size_t>(16)), 0);
+  EXPECT_TRUE(is_aligned(p, std::size_t{1} << 32));
+  EXPECT_EQ(malloc_usable_size(p), 16u);
+  std::memset(p, 1, 16);
+  free(p);
+  free(malloc(opaque<std::size_t>(32 << 20)));  // releases p out of the quarantine
+}
+
+long resident_pages() {
+  long size = 0, resident = 0;
+  FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr || std::fscanf(statm, "%ld %ld", &size, &resident) != 2) resident = -1;
+  if (statm != nullptr) std::fclose(statm);
+  return resident;
+}
+
+// A 16-byte block aligned to 256 MiB: only the guard bytes next to it are written, so the
+// padding before it costs address space, not resident memory.
+TEST(DebugAlignment, LargeAlignmentTouchesOnlyTheGuards) {
+  const long before = resident_pages();
+  ASSERT_GT(before, 0);
+  void* p = nullptr;
+  ASSERT_EQ(posix_memalign(&p, opaque(std::size_t{1} << 28), opaque<std::size_t>(16)), 0);
+  const long grown_kib = (resident_pages() - before) * (sysconf(_SC_PAGESIZE) / 1024);
+  EXPECT_LT(grown_kib, 1024) << "RSS grew by " << grown_kib << " KiB for a 16-byte block";
+  free(p);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

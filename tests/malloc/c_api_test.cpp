@@ -125,6 +125,23 @@ TEST(Calloc, ReturnsZeroedMemoryEvenWhenRecycled) {
   }
 }
 
+// README promises that writing malloc_usable_size bytes is safe, and glibc's calloc zeroes the
+// whole chunk: the slack past the request of a recycled block must be zero too.
+TEST(Calloc, ZeroesTheWholeUsableSize) {
+  for (size_t n : {1u, 20u, 100u, 1000u, 4000u}) {
+    void* dirty = malloc(opaque(n));
+    ASSERT_NE(dirty, nullptr);
+    memset(dirty, 'S', malloc_usable_size(dirty));
+    free(dirty);
+    void* p = calloc(opaque<size_t>(1), opaque(n));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p, dirty) << "the test needs the dirty block back";
+    EXPECT_TRUE(all_bytes_are(p, malloc_usable_size(p), 0))
+        << "calloc(1, " << n << ") leaves slack bytes of an old block";
+    free(p);
+  }
+}
+
 TEST(Calloc, ElementCountTimesSizeIsZeroed) {
   auto* p = static_cast<unsigned char*>(calloc(opaque<size_t>(1000), opaque<size_t>(33)));
   ASSERT_NE(p, nullptr);

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdio>
 #include <new>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -253,4 +254,30 @@ TEST(DoubleFree, LiveBlocksWithAnyContentFreeFine) {
 }
 
 }  // namespace
+// A free of a block that lies in its span's never-used range (the bump index has not reached
+// it, so it carries no free mark): the free itself is not checked on the fast path, but when
+// the block goes back into its span (here at malloc_trim, which flushes this thread's cache) it
+// is reported, before the bump index could hand it out a second time. The block is the last
+// whole block of the span of a fresh 80-byte block: a span of that class holds 1638 blocks,
+// far more than this process has used.
+TEST_F(DoubleFreeDeathTest, FreeOfANeverHandedOutBlockAborts) {
+  void* p = malloc(opaque<size_t>(80));
+  ASSERT_EQ(malloc_usable_size(p), 80u);
+  constexpr std::uintptr_t kSpan = std::uintptr_t{128} << 10;
+  const std::uintptr_t span = reinterpret_cast<std::uintptr_t>(p) & ~(kSpan - 1);
+  void* never = reinterpret_cast<void*>(span + (kSpan / 80 - 1) * 80);
+  ASSERT_NE(never, p);
+  std::ostringstream expected;
+  expected << "poolalloc: free\\(" << never
+           << "\\): not a block that malloc handed out: the 80-byte block \\(size class [0-9]+\\) "
+              "lies in its span's never-used range";
+  EXPECT_DEATH(
+      {
+        free(never);
+        malloc_trim(0);
+      },
+      expected.str());
+  free(p);
+}
+
 }  // namespace malloc_test

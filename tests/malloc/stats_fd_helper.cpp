@@ -6,6 +6,8 @@
 //   daemon-all DATA  the same, but closes fds 0..1023 first (stderr included)
 //   close-stderr     closes fd 2 before it exits, as coreutils and xz do
 //   slow-exit        waits a moment (the reader of its stderr pipe goes away meanwhile)
+//   first-open DATA  opens DATA and exits with 0 when it got fd 3 (the lowest number above
+//                    stdio, which the library's copy of stderr must leave free), else 4
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,10 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "close-stderr") == 0) {
     close(STDERR_FILENO);
     return 0;
+  }
+  if (strcmp(argv[1], "first-open") == 0 && argc == 3) {
+    const int fd = open(argv[2], O_WRONLY | O_CREAT | O_APPEND, 0600);
+    return fd == 3 ? 0 : 4;
   }
   if (strcmp(argv[1], "slow-exit") == 0) {
     usleep(200 * 1000);

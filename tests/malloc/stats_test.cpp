@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -140,6 +141,38 @@ TEST(StatsPerClass, TotalsAreTheSumOfTheRows) {
   }
   EXPECT_EQ(requests, total_of(table, "pooled requests: ")) << table.text;
   EXPECT_GE(rows_of(table)[k32KiB].live, 1u) << table.text;
+}
+
+// Empty spans kept for reuse still hold resident pages: the resident figure must count them.
+// A thread fills 64 blocks of 32 KiB (16 spans of 128 KiB), writes them, frees them and exits,
+// so its cache goes back and spans empty out into the retained list. Whatever of those spans is
+// resident (mincore, which faults nothing in) must be within resident_bytes, and mallinfo2's
+// arena must cover the spans of the classes and the retained ones.
+TEST(StatsResident, RetainedEmptySpansAreCounted) {
+  constexpr std::size_t kSpan = std::size_t{128} << 10;
+  std::set<std::uintptr_t> spans;
+  std::thread([&spans] {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 64; ++i) {
+      blocks.push_back(malloc(opaque<size_t>(k32KiB)));
+      std::memset(blocks.back(), 1, k32KiB);
+      spans.insert(reinterpret_cast<std::uintptr_t>(blocks.back()) & ~(kSpan - 1));
+    }
+    for (void* p : blocks) free(p);
+  }).join();
+  poolalloc_stats stats{};
+  ASSERT_EQ(poolalloc_get_stats(&stats), 0);
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  std::size_t resident = 0;
+  std::vector<unsigned char> pages(kSpan / page);
+  for (std::uintptr_t span : spans) {
+    ASSERT_EQ(mincore(reinterpret_cast<void*>(span), kSpan, pages.data()), 0);
+    for (unsigned char in_core : pages) resident += (in_core & 1) != 0 ? page : 0;
+  }
+  EXPECT_GT(stats.retained_bytes, 0u) << "the test needs spans that emptied";
+  EXPECT_GE(stats.resident_bytes, resident)
+      << "the spans of this test alone hold " << resident << " resident bytes";
+  EXPECT_GE(mallinfo2().arena, stats.bytes_held + stats.retained_bytes);
 }
 
 // A cancellation pending in a thread that prints: glibc's malloc_stats disables cancellation
