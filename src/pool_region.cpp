@@ -15,9 +15,16 @@ constexpr std::size_t round_up(std::size_t n, std::size_t unit) {
 // The region's place is chosen at random in [2 TiB, 40 TiB), aligned to 1 GiB: far below the
 // kernel's mappings, which it puts top-down under the stack (from 127 TiB on x86-64), below the
 // legacy bottom-up layout's start (42.7 TiB, with `ulimit -s unlimited`), and above the brk
-// heap of a non-PIE program. Each of a few tries has a place of its own.
+// heap of a non-PIE program. Each of a few tries has a place of its own. ThreadSanitizer keeps
+// its shadow memory there and aborts on a mapping inside it, so its builds (the core tests) take
+// a place in its low application range, [64 GiB, 512 GiB), instead.
+#if defined(__SANITIZE_THREAD__)
+constexpr std::uintptr_t kPlaceLow = std::uintptr_t{64} << 30;
+constexpr std::uintptr_t kPlaceHigh = std::uintptr_t{512} << 30;
+#else
 constexpr std::uintptr_t kPlaceLow = std::uintptr_t{2} << 40;
 constexpr std::uintptr_t kPlaceHigh = std::uintptr_t{40} << 40;
+#endif
 constexpr std::uintptr_t kPlaceAlign = std::uintptr_t{1} << 30;
 constexpr int kPlaceTries = 8;
 
