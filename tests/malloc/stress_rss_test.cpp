@@ -11,30 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
+#include "rss_workloads.hpp"
 
 namespace malloc_test {
 namespace {
 
 constexpr size_t kGiB = size_t{1} << 30;
-
-// An array of pointers that lives outside the allocator, so it does not blur what is measured.
-class PointerArray {
- public:
-  explicit PointerArray(size_t capacity) : bytes_(capacity * sizeof(void*)) {
-    void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    data_ = m == MAP_FAILED ? nullptr : static_cast<void**>(m);
-  }
-  ~PointerArray() {
-    if (data_ != nullptr) munmap(data_, bytes_);
-  }
-  PointerArray(const PointerArray&) = delete;
-  PointerArray& operator=(const PointerArray&) = delete;
-  void** data() const { return data_; }
-
- private:
-  size_t bytes_;
-  void** data_;
-};
 
 // Allocates `total` bytes in blocks of 64 B to 1 KiB, writes one word in each (which touches
 // every page, as the blocks are packed), then frees them in an order unlike the allocation
