@@ -69,6 +69,7 @@ bool trim(std::size_t pad) {
   // Other threads' caches: their parked batches now, the rest by their owners at their next slow
   // path (an idle thread's lists stay where they are: only their owner may touch them).
   request_cache_flush();
+  reap_dead_caches();
   take_parked_batches();
   empty_central_stacks();
   purge_free_blocks();

@@ -33,6 +33,7 @@ void decay_if_due() {
                                               std::memory_order_relaxed))
     return;
   if (due == 0) return;
+  reap_dead_caches();
   take_parked_batches();  // onto the stacks, which go into the spans next
   empty_central_stacks();
   purge_free_blocks();

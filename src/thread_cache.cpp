@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -78,6 +80,9 @@ ThreadCache* new_cache() {
     bin.parked.store(nullptr, std::memory_order_relaxed);
   }
   cache->prev = nullptr;
+  // Before it joins the live list, where reap_dead_caches reads who owns it.
+  cache->owner_pid = static_cast<int>(getpid());
+  cache->owner_tid = static_cast<int>(gettid());
   cache->flush_epoch = g_flush_epoch.load(std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
@@ -91,15 +96,25 @@ ThreadCache* new_cache() {
 // Waits for the registry lock even while it is held for fork(): an exiting thread's key
 // destructor holds no libc lock and is never the forking thread, so the fork completes and
 // the parent handler wakes it.
-void retire_cache(ThreadCache* cache) {
-  LockGuard guard(g_registry_lock);
-  for (unsigned cls = 0; cls < kClassCount; ++cls)
-    g_exited_requests[cls] += cache->bin_of_class(cls).requests;
+// Under the registry lock: takes the cache off the live list.
+void unlink_live(ThreadCache* cache) {
   (cache->prev != nullptr ? cache->prev->next : g_live) = cache->next;
   if (cache->next != nullptr) cache->next->prev = cache->prev;
   --g_live_count;
+}
+
+// Under the registry lock: a cache off the live list, flushed, joins the recycled ones.
+void recycle(ThreadCache* cache) {
+  for (unsigned cls = 0; cls < kClassCount; ++cls)
+    g_exited_requests[cls] += cache->bin_of_class(cls).requests;
   cache->next = g_recycled;
   g_recycled = cache;
+}
+
+void retire_cache(ThreadCache* cache) {
+  LockGuard guard(g_registry_lock);
+  unlink_live(cache);
+  recycle(cache);
 }
 
 // A parked batch is a full list at the largest limit, a batch. (Half a batch for the classes
@@ -296,6 +311,39 @@ void take_parked_batches() {
 
 // Held for fork(), the registry cannot change: it is read as it is. (The forking thread
 // itself may be asking, from another library's fork handler.)
+// A cache is its thread's alone until the kernel says the thread is gone (tgkill with signal 0
+// fails with ESRCH only once the task has exited); nothing can touch it after that. Caches made
+// in a parent process are left alone: fork may have stopped their thread in the middle of its
+// fast path, with its bin torn. Skipped while the registry is held for fork(); a dead cache
+// flushed then stays off both lists (its few kilobytes are not reused).
+void reap_dead_caches() {
+  const int saved_errno = errno;
+  const int pid = static_cast<int>(getpid());
+  ThreadCache* dead = nullptr;
+  {
+    TryLockGuard guard(g_registry_lock);
+    if (!guard.locked()) return;
+    for (ThreadCache* cache = g_live; cache != nullptr;) {
+      ThreadCache* next = cache->next;
+      if (cache->owner_pid == pid && syscall(SYS_tgkill, pid, cache->owner_tid, 0) != 0 &&
+          errno == ESRCH) {
+        unlink_live(cache);
+        cache->next = dead;
+        dead = cache;
+      }
+      cache = next;
+    }
+  }
+  while (dead != nullptr) {
+    ThreadCache* next = dead->next;
+    for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, dead->bin_of_class(cls));
+    TryLockGuard guard(g_registry_lock);
+    if (guard.locked()) recycle(dead);
+    dead = next;
+  }
+  errno = saved_errno;
+}
+
 ClassUsage class_usage(unsigned cls) {
   TryLockGuard guard(g_registry_lock);
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};

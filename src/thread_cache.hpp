@@ -42,6 +42,9 @@ class ThreadCache {
   std::uint32_t flush_epoch = 0;
   std::uint32_t clock_countdown = 0;
   std::uint8_t draining[kClassCount] = {};
+  // The process and kernel thread that own the cache (reap_dead_caches).
+  int owner_pid = 0;
+  int owner_tid = 0;
 
  private:
   // bins_[cls + 1] serves class cls. bins_[0] stays empty with limit 0, so that a pointer into a
@@ -78,6 +81,11 @@ void flush_thread_cache();
 // Gives the parked batch of every live thread's cache back to the central lists (malloc_trim,
 // decay). The lists themselves stay: only their owners may touch them.
 void take_parked_batches();
+
+// Decay and malloc_trim: flushes and recycles the caches of threads that are gone without their
+// exit flush (a thread whose first allocation came in the last round of pthread key
+// destructors, after which glibc calls ours no more).
+void reap_dead_caches();
 
 // Sets up thread-exit handling; called once during initialisation.
 void init_thread_caches();
