@@ -1,9 +1,11 @@
 #include "os_memory.hpp"
 
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 
 #include <cerrno>
+#include <cstring>
 #include <ctime>
 
 namespace poolalloc::internal {
@@ -53,15 +55,34 @@ std::size_t resident_bytes_of(const void* start, std::size_t bytes) {
   return resident;
 }
 
+namespace {
+
+// splitmix64's finaliser.
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9u;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
 std::uint64_t random_bits() {
   std::uint64_t bits = 0;
   if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof bits))
     return bits;
-  // No entropy yet (early boot): the stack's randomised address and the clock.
+  // No entropy yet (early boot): the 16 random bytes the kernel gave the process, which also
+  // seed glibc's stack and pointer guards, through a one-way combination with the clock and the
+  // stack's randomised address, so that bits read back (a free-block key) do not give them away.
+  std::uint64_t random[2] = {};
+  if (const auto at_random = getauxval(AT_RANDOM); at_random != 0)
+    std::memcpy(random, reinterpret_cast<const void*>(at_random), sizeof random);
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
-  return reinterpret_cast<std::uintptr_t>(&bits) ^
-         (static_cast<std::uint64_t>(now.tv_nsec) * 0x9e3779b97f4a7c15u);
+  const std::uint64_t clock = static_cast<std::uint64_t>(now.tv_sec) * 1000000000u +
+                              static_cast<std::uint64_t>(now.tv_nsec);
+  return mix(random[0] ^ clock) ^ mix(random[1] + reinterpret_cast<std::uintptr_t>(&now));
 }
 
 }  // namespace poolalloc::internal

@@ -25,7 +25,8 @@ void release_pages(void* start, std::size_t bytes);
 // Bytes of [start, start + bytes) resident in memory; 0 if the range cannot be inspected.
 std::size_t resident_bytes_of(const void* start, std::size_t bytes);
 
-// Random bits for placing the region, without allocating.
+// Random bits (getrandom, else the kernel's AT_RANDOM bytes mixed with the clock), without
+// allocating: for placing the region and for the free-block key.
 std::uint64_t random_bits();
 
 }  // namespace poolalloc::internal
