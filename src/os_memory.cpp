@@ -55,18 +55,13 @@ std::size_t resident_bytes_of(const void* start, std::size_t bytes) {
   return resident;
 }
 
-namespace {
-
-// splitmix64's finaliser.
-std::uint64_t mix(std::uint64_t x) {
+std::uint64_t mix_bits(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9u;
   x ^= x >> 27;
   x *= 0x94d049bb133111ebu;
   return x ^ (x >> 31);
 }
-
-}  // namespace
 
 std::uint64_t random_bits() {
   std::uint64_t bits = 0;
@@ -82,7 +77,7 @@ std::uint64_t random_bits() {
   clock_gettime(CLOCK_MONOTONIC, &now);
   const std::uint64_t clock = static_cast<std::uint64_t>(now.tv_sec) * 1000000000u +
                               static_cast<std::uint64_t>(now.tv_nsec);
-  return mix(random[0] ^ clock) ^ mix(random[1] + reinterpret_cast<std::uintptr_t>(&now));
+  return mix_bits(random[0] ^ clock) ^ mix_bits(random[1] + reinterpret_cast<std::uintptr_t>(&now));
 }
 
 }  // namespace poolalloc::internal

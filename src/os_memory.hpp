@@ -29,4 +29,7 @@ std::size_t resident_bytes_of(const void* start, std::size_t bytes);
 // allocating: for placing the region and for the free-block key.
 std::uint64_t random_bits();
 
+// splitmix64's finaliser: spreads every bit of x over the result.
+std::uint64_t mix_bits(std::uint64_t x);
+
 }  // namespace poolalloc::internal

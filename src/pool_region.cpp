@@ -94,10 +94,7 @@ bool place_at(std::uintptr_t start, std::size_t spans) {
 // Try `attempt` of placing a window of `window` bytes, from random bits drawn once.
 std::uintptr_t random_place(std::size_t window, std::uint64_t seed, int attempt) {
   if (window >= kPlaceHigh - kPlaceLow) return kPlaceLow + std::uintptr_t(attempt) * kPlaceAlign;
-  std::uint64_t random = seed + std::uint64_t(attempt) * 0x9e3779b97f4a7c15u;  // splitmix64
-  random = (random ^ (random >> 30)) * 0xbf58476d1ce4e5b9u;
-  random = (random ^ (random >> 27)) * 0x94d049bb133111ebu;
-  random ^= random >> 31;
+  const std::uint64_t random = mix_bits(seed + std::uint64_t(attempt) * 0x9e3779b97f4a7c15u);
   const std::uint64_t places = (kPlaceHigh - kPlaceLow - window) / kPlaceAlign + 1;
   return kPlaceLow + random % places * kPlaceAlign;
 }
