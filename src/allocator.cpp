@@ -66,11 +66,10 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
-  // Other threads' caches: their parked batches now, the rest by their owners at their next slow
-  // path (an idle thread's lists stay where they are: only their owner may touch them).
+  // Other threads' caches: by their owners at their next slow path (an idle thread's bins stay
+  // where they are: only their owner may touch them).
   request_cache_flush();
   reap_dead_caches();
-  take_parked_batches();
   empty_central_stacks();
   purge_free_blocks();
   const bool released_pools = release_retained_spans() != 0;

@@ -1,8 +1,11 @@
 #include "central_lists.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <utility>
 
+#include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os_memory.hpp"
@@ -12,16 +15,41 @@
 namespace poolalloc::internal {
 namespace {
 
-// The stack of batches holds at most this many bytes of blocks per class.
+// The stack holds at most this many bytes of blocks per class.
 constexpr std::size_t kStackBytes = std::size_t{512} << 10;
-constexpr std::size_t kMaxStackedBatches = 256;
 
-// A block of a span that is not full. The span's free list links blocks by their index in the
-// span, which keeps a damaged link inside the span: one that names no block handed out, or a
-// block without its free mark (a live one), is reported rather than followed.
+constexpr std::uint32_t stack_capacity(unsigned cls) {
+  return static_cast<std::uint32_t>(kStackBytes / class_size(cls));
+}
+
+// Where each class's stack starts in g_stack_slots.
+constexpr auto kStackOffsets = [] {
+  std::array<std::uint32_t, kClassCount + 1> offsets{};
+  for (unsigned cls = 0; cls < kClassCount; ++cls)
+    offsets[cls + 1] = offsets[cls] + stack_capacity(cls);
+  return offsets;
+}();
+
+// Every class's stack, about 1 MiB of pointers; a page is touched once the stack reaches it.
+void* g_stack_slots[kStackOffsets[kClassCount]];
+
+// The stack of class `cls`: stack_of(cls)[0, stacked) are free blocks, the latest given back on
+// top.
+void** stack_of(unsigned cls) {
+  return &g_stack_slots[kStackOffsets[cls]];
+}
+
+// A block of a span that is not full, with its free mark. The span's free list links blocks by
+// their index in the span, which keeps a damaged link inside the span: one that names no block
+// handed out, or a block without its free mark (a live one), is reported rather than followed.
+// A block never handed out before gets its mark here.
 void* carve_block(Span& span, unsigned cls) {
   const std::uint32_t head = span.blocks.free_list_head();
-  if (head == detail::LazyBlockList::kNoBlock) return span.blocks.allocate();
+  if (head == detail::LazyBlockList::kNoBlock) {
+    void* block = span.blocks.allocate();
+    set_mark(block);
+    return block;
+  }
   if (head >= span.blocks.initialised_count()) [[unlikely]]
     report_corrupted_free_list(span.blocks.block_at(head), cls);
   void* block = span.blocks.allocate();
@@ -30,13 +58,23 @@ void* carve_block(Span& span, unsigned cls) {
   return block;
 }
 
+// Links list `more` in front of `spans`.
+Span* concat(Span* more, Span* spans) {
+  while (more != nullptr) {
+    Span* next = more->next;
+    more->next = spans;
+    spans = more;
+    more = next;
+  }
+  return spans;
+}
+
 struct alignas(64) ClassList {
   Lock lock;  // first in the lock order (lock.hpp)
   // Blocks given back while the lock was held for fork(), linked through their first word:
   // pushed without the lock, drained into their spans by the next holder.
   std::atomic<void*> orphans{nullptr};
-  std::uint32_t stacked_batches = 0;
-  BlockChain batches[kMaxStackedBatches];
+  std::uint32_t stacked = 0;  // blocks in the class's stack (stack_of)
   Span* partial = nullptr;  // spans with free blocks and used ones, doubly linked
   ClassCounters counters{};
 
@@ -59,27 +97,28 @@ struct alignas(64) ClassList {
     push_front(*span);
     return span;
   }
-  BlockChain carve_blocks(unsigned cls, std::uint32_t wanted) {
-    BlockChain chain;
-    while (chain.count < wanted) {
+  // Carves up to `wanted` blocks into blocks[0, n) and returns n.
+  std::uint32_t carve_blocks(unsigned cls, void** blocks, std::uint32_t wanted) {
+    std::uint32_t count = 0;
+    while (count < wanted) {
       Span* span = span_with_free_blocks(cls);
       if (span == nullptr) break;
-      while (chain.count < wanted && !span->blocks.full()) chain.push(carve_block(*span, cls));
+      while (count < wanted && !span->blocks.full()) blocks[count++] = carve_block(*span, cls);
       if (span->blocks.full()) unlink(*span);
     }
-    counters.blocks_out += chain.count;
+    counters.blocks_out += count;
     counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
-    return chain;
+    return count;
   }
   // Puts the blocks back into their spans; returns the spans that became empty, linked
   // through Span::next, for the caller to release once the lock is dropped. The blocks keep
   // their free marks there (the span's index link takes only the first 4 bytes), so a block
   // freed again while it waits in its span is still recognised.
-  Span* return_to_spans(unsigned cls, BlockChain chain) {
+  Span* return_to_spans(unsigned cls, void* const* blocks, std::uint32_t count) {
     Span* to_release = nullptr;
-    counters.blocks_out -= chain.count;
-    while (chain.count != 0) {
-      void* block = chain.pop(cls);
+    counters.blocks_out -= count;
+    for (std::uint32_t i = 0; i < count; ++i) {
+      void* block = blocks[i];
       Span& span = span_of(block);
       // A block past the bump index was never handed out: a program freed an address it never
       // got (free(p + size) of the last block carved). Accepted, the bump index would hand it
@@ -101,34 +140,41 @@ struct alignas(64) ClassList {
   // Under the lock: the orphaned blocks back into their spans (see return_to_spans).
   Span* drain_orphans(unsigned cls) {
     if (orphans.load(std::memory_order_relaxed) == nullptr) return nullptr;
-    BlockChain chain{orphans.exchange(nullptr, std::memory_order_acquire), 0};
-    for (void* block = chain.head; block != nullptr; block = next_free(block)) ++chain.count;
-    return return_to_spans(cls, chain);
+    Span* to_release = nullptr;
+    for (void* block = orphans.exchange(nullptr, std::memory_order_acquire); block != nullptr;) {
+      check_free_block(block, cls);
+      void* next = next_free(block);
+      to_release = concat(return_to_spans(cls, &block, 1), to_release);
+      block = next;
+    }
+    return to_release;
   }
-  // Without the lock, and without waiting: the chain joins the orphans.
-  void orphan(BlockChain chain) {
-    void* tail = chain.head;
-    for (std::uint32_t i = 1; i < chain.count; ++i) tail = next_free(tail);
+  // Without the lock, and without waiting: the blocks join the orphans.
+  void orphan(void* const* blocks, std::uint32_t count) {
+    for (std::uint32_t i = 1; i < count; ++i) mark_free(blocks[i - 1], blocks[i]);
     void* head = orphans.load(std::memory_order_relaxed);
     do {
-      mark_free(tail, head);
-    } while (!orphans.compare_exchange_weak(head, chain.head, std::memory_order_release,
+      mark_free(blocks[count - 1], head);
+    } while (!orphans.compare_exchange_weak(head, blocks[0], std::memory_order_release,
                                             std::memory_order_relaxed));
+  }
+  // Under the lock: onto the stack while it has room, the rest into the spans.
+  Span* file(unsigned cls, void* const* blocks, std::uint32_t count) {
+    const std::uint32_t stacking = std::min(count, stack_capacity(cls) - stacked);
+    std::copy_n(blocks, stacking, stack_of(cls) + stacked);
+    stacked += stacking;
+    counters.stacked += stacking;
+    return return_to_spans(cls, blocks + stacking, count - stacking);
+  }
+  // Under the lock: every stacked block into its span.
+  Span* unstack_all(unsigned cls) {
+    counters.stacked -= stacked;
+    const std::uint32_t count = std::exchange(stacked, 0);
+    return return_to_spans(cls, stack_of(cls), count);
   }
 };
 
 ClassList g_classes[kClassCount];
-
-// Links list `more` in front of `spans`.
-Span* concat(Span* more, Span* spans) {
-  while (more != nullptr) {
-    Span* next = more->next;
-    more->next = spans;
-    spans = more;
-    more = next;
-  }
-  return spans;
-}
 
 void release_all(Span* spans) {
   while (spans != nullptr) {
@@ -138,58 +184,39 @@ void release_all(Span* spans) {
   }
 }
 
-std::uint32_t stack_capacity(unsigned cls) {
-  const std::size_t batch_bytes = std::size_t{batch_size(cls)} * class_size(cls);
-  return static_cast<std::uint32_t>(
-      std::clamp<std::size_t>(kStackBytes / batch_bytes, 1, kMaxStackedBatches));
-}
-
 }  // namespace
 
-BlockChain take_blocks(unsigned cls) {
+std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted) {
   ClassList& list = g_classes[cls];
-  BlockChain chain;
+  std::uint32_t count = 0;
   Span* to_release = nullptr;
   {
     TryLockGuard guard(list.lock);
-    if (!guard.locked()) return chain;  // held for fork(): the caller forwards to the system
+    if (!guard.locked()) return 0;  // held for fork(): the caller forwards to the system
     to_release = list.drain_orphans(cls);
-    if (list.stacked_batches != 0) {
-      chain = list.batches[--list.stacked_batches];
-      list.counters.stacked -= chain.count;
-    } else {
-      chain = list.carve_blocks(cls, batch_size(cls));
-    }
+    count = std::min(wanted, list.stacked);
+    list.stacked -= count;
+    list.counters.stacked -= count;
+    std::copy_n(stack_of(cls) + list.stacked, count, blocks);
+    count += list.carve_blocks(cls, blocks + count, wanted - count);
   }
   release_all(to_release);
-  return chain;
+  return count;
 }
 
-namespace {
-
-// give_blocks, unless the lock is held for fork() (false, the chain untouched).
-bool try_give_blocks(unsigned cls, BlockChain chain) {
+void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count) {
+  if (count == 0) return;
   ClassList& list = g_classes[cls];
   Span* to_release = nullptr;
   {
     TryLockGuard guard(list.lock);
-    if (!guard.locked()) return false;
-    to_release = list.drain_orphans(cls);
-    if (chain.count >= batch_size(cls) / 2 && list.stacked_batches < stack_capacity(cls)) {
-      list.batches[list.stacked_batches++] = chain;
-      list.counters.stacked += chain.count;
-    } else {
-      to_release = concat(list.return_to_spans(cls, chain), to_release);
+    if (!guard.locked()) {
+      list.orphan(blocks, count);  // held for fork(): the next holder files them
+      return;
     }
+    to_release = concat(list.file(cls, blocks, count), list.drain_orphans(cls));
   }
   release_all(to_release);  // outside the class lock: madvise is a system call
-  return true;
-}
-
-}  // namespace
-
-void give_blocks(unsigned cls, BlockChain chain) {
-  if (chain.count != 0 && !try_give_blocks(cls, chain)) g_classes[cls].orphan(chain);
 }
 
 void empty_central_stacks() {
@@ -199,54 +226,23 @@ void empty_central_stacks() {
     {
       TryLockGuard guard(list.lock);
       if (!guard.locked()) continue;  // held for fork(): nothing to trim now
-      to_release = list.drain_orphans(cls);
-      while (list.stacked_batches != 0) {
-        const BlockChain batch = list.batches[--list.stacked_batches];
-        list.counters.stacked -= batch.count;
-        to_release = concat(list.return_to_spans(cls, batch), to_release);
-      }
+      to_release = concat(list.unstack_all(cls), list.drain_orphans(cls));
     }
     release_all(to_release);
   }
 }
 
-BlockChain take_some_blocks(unsigned cls, std::uint32_t wanted) {
-  if (wanted >= batch_size(cls)) return take_blocks(cls);
-  ClassList& list = g_classes[cls];
-  TryLockGuard guard(list.lock);
-  if (!guard.locked()) return {};  // held for fork(): the caller forwards to the system
-  if (list.stacked_batches == 0) return list.carve_blocks(cls, wanted);
-  // The first `wanted` blocks of the top batch; the rest stays stacked.
-  BlockChain& top = list.batches[list.stacked_batches - 1];
-  if (top.count <= wanted) {
-    --list.stacked_batches;
-    list.counters.stacked -= top.count;
-    return top;
-  }
-  BlockChain taken{top.head, wanted};
-  void* last = top.head;
-  for (std::uint32_t i = 1; i < wanted; ++i) {
-    check_free_block(last, cls);
-    last = next_free(last);
-  }
-  check_free_block(last, cls);
-  top.head = next_free(last);
-  top.count -= wanted;
-  mark_free(last, nullptr);
-  list.counters.stacked -= wanted;
-  return taken;
-}
-
-void return_blocks_to_spans(unsigned cls, BlockChain chain) {
+void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t count) {
+  if (count == 0) return;
   ClassList& list = g_classes[cls];
   Span* to_release = nullptr;
   {
     TryLockGuard guard(list.lock);
     if (!guard.locked()) {
-      list.orphan(chain);  // held for fork(): the next holder files them
+      list.orphan(blocks, count);  // held for fork(): the next holder files them
       return;
     }
-    to_release = concat(list.return_to_spans(cls, chain), list.drain_orphans(cls));
+    to_release = concat(list.return_to_spans(cls, blocks, count), list.drain_orphans(cls));
   }
   release_all(to_release);
 }

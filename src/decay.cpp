@@ -34,7 +34,6 @@ void decay_if_due() {
     return;
   if (due == 0) return;
   reap_dead_caches();
-  take_parked_batches();  // onto the stacks, which go into the spans next
   empty_central_stacks();
   purge_free_blocks();
   decay_retained_spans();

@@ -2,16 +2,14 @@
 // anything. Nothing runs in the background and the fast paths do no work for it: the thread
 // caches' slow paths count their entries and read a coarse clock every few of them, and the
 // thread that finds a period over runs one decay step:
-// - the central stacks of batches go back into their spans: blocks that cycle between caches
-//   and stacks would otherwise keep the live set spread over every span the program ever
-//   touched (a burst freed in random order leaves each stacked batch pinning hundreds of spans);
+// - the central stacks go back into their spans: blocks that cycle between caches and stacks
+//   would otherwise keep the live set spread over every span the program ever touched (a burst
+//   freed in random order leaves the stacked blocks pinning thousands of spans);
 // - the retained empty spans that no carve reached during the period go back to the OS;
-// - every thread cache's parked batch goes back to the central lists (the trimmer may take it:
-//   only slow paths touch it, through an atomic exchange);
 // - the flush epoch moves on, and each thread empties its whole cache into the spans at its next
 //   slow path, so that its refills come from few spans and the spans that only scattered cached
-//   blocks kept alive empty and are released. (Another thread cannot take a cache's list: its
-//   owner's fast path pops and pushes it with plain loads and stores.)
+//   blocks kept alive empty and are released. (Another thread cannot take a cache's bins: their
+//   owner's fast path pops and pushes them with plain loads and stores.)
 // Period: POOLALLOC_DECAY_MS, 1000 by default; 0 runs a step at every clock check.
 #pragma once
 

@@ -41,23 +41,17 @@ inline constexpr SpanBlockStarts kSpanBlockStarts = [] {
   return starts;
 }();
 
-// A block of class `cls` from this thread's cache; nullptr when the bin is empty. The block must
-// carry its free mark (free_block_marks.hpp): one that does not was reached through a forged or
-// damaged link, and is reported instead of handed out.
+// A block of class `cls` from this thread's cache; nullptr when the bin is empty. Reads the
+// bin and its top slot, never the block: clearing its mark is a store.
 inline void* pop_cached(std::size_t cls) {
   CacheBin* const bin = &t_cache->bin_of_class(cls);
-  void* block = bin->head;
-  if (block != nullptr) [[likely]] {
-    const std::uintptr_t mark = mark_of(block);
-    if (words_of(block)[1] != mark) [[unlikely]]
-      report_corrupted_cache_list(bin, block);
-    // The mark is ready while word 0 loads: one xor after the load on the chain from one pop to
-    // the next, as glibc's REVEAL_PTR.
-    bin->head = reinterpret_cast<void*>(words_of(block)[0] ^ mark);
-    clear_mark(block);
-    bin->count -= 1;
-    bin->requests += 1;
-  }
+  void** const top = bin->top;
+  if (top == bin->slots) [[unlikely]]
+    return nullptr;
+  void* block = top[-1];
+  bin->top = top - 1;
+  bin->requests += 1;
+  clear_mark(block);
   return block;
 }
 
@@ -71,15 +65,15 @@ inline void* pool_allocate(unsigned cls) {
 // Pushes the block on the bin; false when the bin is full or the block carries its free mark
 // already (a double free, which the slow path reports).
 inline bool push_cached(CacheBin& bin, void* block) {
-  if (bin.count >= bin.limit) [[unlikely]]
+  void** const top = bin.top;
+  if (top == bin.end) [[unlikely]]
     return false;
   const std::uintptr_t mark = mark_of(block);
   if (words_of(block)[1] == mark) [[unlikely]]
     return false;
   words_of(block)[1] = mark;
-  words_of(block)[0] = reinterpret_cast<std::uintptr_t>(bin.head) ^ mark;
-  bin.head = block;
-  ++bin.count;
+  *top = block;
+  bin.top = top + 1;
   return true;
 }
 

@@ -1,26 +1,25 @@
-// Marks of free blocks. A pooled block that is free (in a thread cache, a batch of the central
-// lists or back in its span) carries two words:
+// Marks of free blocks. A pooled block that is free (in a thread cache, the central stack of
+// its class or back in its span) carries its mark in word 1:
 //
-//   word 0: the link to the next free block, stored as next ^ mark
-//   word 1: its mark, block ^ key
+//   word 1: block ^ key
 //
 // with a random key chosen once per process. free() finds the mark in a block that is free
 // already and reports a double free; every path that hands a block out clears word 1, so a live
 // block holds its own mark only if the program wrote it there. Blocks are at least 16 bytes,
-// so word 1 always exists.
+// so word 1 always exists. A mark depends on the block's address, so one copied elsewhere
+// (stale bytes of a span carved again for another class, moved by a program) never passes for
+// another's.
 //
-// The link is safe-linked as glibc does (mangled with the link's address), and also with the
-// key: a blind overflow from the block before cannot forge it, and a forged or damaged link
-// leads to a block without its mark, which malloc reports before handing it out (the fast
-// path) or before following it (the slow paths, which also check that it is a block of the
-// class). A mark depends on the block's address, so one copied elsewhere (stale bytes of a
-// span carved again for another class, moved by a program) never passes for another's.
+// The thread caches and the central stacks keep free blocks as arrays of pointers, outside the
+// blocks, so nothing a program writes into a freed block can redirect a later malloc. Links
+// through free blocks remain in two places, both checked before they are followed: a span's free
+// list (indices in the first 4 bytes, see central_lists.cpp) and the rare list of blocks given
+// back while fork() holds a class's lock, whose word 0 is
 //
-// The mark is the link's mask too, so that malloc and free compute one value (one load of the
-// key, one xor) for both words. A second, independent key for the link would cost one more xor
-// each way; what it would add is small: a reader of freed memory learns the key from any mark
-// whose block address it knows, and then can forge links with either scheme. What the shared
-// mask gives such a reader besides is the next pointer itself (word 0 ^ word 1).
+//   word 0: next ^ mark
+//
+// safe-linked as glibc does and keyed too: a forged or damaged link leads to a block without its
+// mark, which is reported (check_free_block) instead of followed.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +48,11 @@ inline std::uintptr_t mark_of(const void* block) {
 
 inline bool is_marked_free(void* block) {
   return words_of(block)[1] == mark_of(block);
+}
+
+// Marks the block free.
+inline void set_mark(void* block) {
+  words_of(block)[1] = mark_of(block);
 }
 
 // Marks the block free and links it to `next` (nullptr ends a list).

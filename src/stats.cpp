@@ -27,7 +27,7 @@ struct ClassStats {
 ClassStats class_stats(unsigned cls) {
   const ClassCounters central = class_counters(cls);
   const ClassUsage usage = class_usage(cls);
-  // Blocks out of their spans are live, or wait in a thread cache or the stack of batches. The
+  // Blocks out of their spans are live, or wait in a thread cache or the stack of their class. The
   // two reads are not one snapshot while other threads allocate: keep the figures in range.
   const std::uint64_t waiting = central.stacked + usage.cached;
   std::uint64_t live = central.blocks_out > waiting ? central.blocks_out - waiting : 0;

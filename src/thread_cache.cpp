@@ -13,6 +13,7 @@
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
 #include "decay.hpp"
+#include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
 
@@ -27,8 +28,11 @@ namespace {
 // destructor again only a few times, then leak it. Its later calls go to the central lists.
 constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
-// Thread caches are carved from mappings of their own and recycled when threads exit.
-constexpr std::size_t kCachesPerMapping = 64;
+// Thread caches are carved from mappings of their own and recycled when threads exit. Each is
+// followed by its bins' slots, about 100 KiB of address space of which a thread touches only
+// the pages of the classes it uses, as far as their bins grew.
+constexpr std::size_t kCachesPerMapping = 8;
+constexpr std::size_t kCacheStride = (sizeof(ThreadCache) + kSlotCount * sizeof(void*) + 63) & ~63;
 
 Lock g_registry_lock;           // third in the lock order (lock.hpp), never held with the others
 ThreadCache* g_live = nullptr;  // caches of running threads
@@ -38,19 +42,16 @@ std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
 pthread_key_t g_exit_key;
 
-// Bins start small and grow with traffic (as tcmalloc's do): a refill takes `limit` blocks and a
-// bin that runs empty or overflows doubles its limit, up to a batch. A thread that allocates a
-// few blocks of a class then holds a few, not a batch carved for it, and what an idle thread's
-// lists keep (which nothing but their owner can take) stays small. Decay shrinks them again.
-// Only the owner reads or writes `limit`; count <= limit always.
-constexpr std::uint32_t largest_limit(unsigned cls) {
-  return batch_size(cls);
-}
+// Bins start small and grow with traffic (as tcmalloc's do): a refill takes half the limit and
+// a bin that runs empty or overflows doubles its limit, up to its capacity. A thread that
+// allocates a few blocks of a class then holds a few, not a batch carved for it, and what an
+// idle thread's bins keep (which nothing but their owner can take) stays small. Decay shrinks
+// them again. Only the owner reads or writes `limit`; count <= limit always.
 constexpr std::uint32_t initial_limit(unsigned cls) {
-  return std::max<std::uint32_t>(1, batch_size(cls) / 16);
+  return std::max<std::uint32_t>(2, bin_capacity(cls) / 16);
 }
 void grow(unsigned cls, CacheBin& bin) {
-  bin.limit = std::min(largest_limit(cls), bin.limit * 2);
+  bin.set_limit(std::min(bin_capacity(cls), bin.limit() * 2));
 }
 
 // nullptr when no memory could be had, or, without waiting, while the registry is held for
@@ -59,25 +60,24 @@ ThreadCache* new_cache() {
   TryLockGuard guard(g_registry_lock);
   if (!guard.locked()) return nullptr;
   if (g_recycled == nullptr) {
-    void* mapping = mmap(nullptr, kCachesPerMapping * sizeof(ThreadCache), PROT_READ | PROT_WRITE,
+    void* mapping = mmap(nullptr, kCachesPerMapping * kCacheStride, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapping == MAP_FAILED) return nullptr;
-    auto* caches = static_cast<ThreadCache*>(mapping);
     for (std::size_t i = 0; i < kCachesPerMapping; ++i) {
-      new (&caches[i]) ThreadCache;
-      caches[i].next = g_recycled;
-      g_recycled = &caches[i];
+      std::byte* at = static_cast<std::byte*>(mapping) + i * kCacheStride;
+      auto* cache = new (at) ThreadCache;
+      cache->attach_slots(reinterpret_cast<void**>(at + sizeof(ThreadCache)));
+      cache->next = g_recycled;
+      g_recycled = cache;
     }
   }
   ThreadCache* cache = g_recycled;
   g_recycled = cache->next;
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     CacheBin& bin = cache->bin_of_class(cls);
-    bin.head = nullptr;
-    bin.count = 0;
-    bin.limit = initial_limit(cls);
+    bin.set_count(0);
+    bin.set_limit(initial_limit(cls));
     bin.requests = 0;
-    bin.parked.store(nullptr, std::memory_order_relaxed);
   }
   cache->prev = nullptr;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
@@ -117,39 +117,21 @@ void retire_cache(ThreadCache* cache) {
   recycle(cache);
 }
 
-// A parked batch is a full list at the largest limit, a batch. (Half a batch for the classes
-// above 4 KiB kept idle threads' lists smaller, 59 MiB instead of 73 in trim_idle_threads_test,
-// but made 16 KiB allocate/free sweeps 1.7 times slower: a central lock per block.)
-BlockChain parked_chain(unsigned cls, void* head) {
-  return BlockChain{head, head != nullptr ? largest_limit(cls) : 0};
-}
-
-// The bin's parked batch, taken out of it; empty when there is none (or another thread took it).
-BlockChain unpark(unsigned cls, CacheBin& bin) {
-  if (bin.parked.load(std::memory_order_relaxed) == nullptr) return {};
-  return parked_chain(cls, bin.parked.exchange(nullptr, std::memory_order_acquire));
-}
-
 // Gives the bin's blocks back to the central lists (which keep them aside, without waiting,
 // while held for fork()).
 void flush_bin(unsigned cls, CacheBin& bin) {
-  if (bin.count != 0) give_blocks(cls, BlockChain{bin.head, bin.count});
-  if (const BlockChain parked = unpark(cls, bin); parked.count != 0) give_blocks(cls, parked);
-  bin.head = nullptr;
-  bin.count = 0;
+  give_blocks(cls, bin.slots, bin.count());
+  bin.set_count(0);
 }
 
 void empty_bin_into_spans(unsigned cls, CacheBin& bin) {
-  if (bin.count != 0) return_blocks_to_spans(cls, BlockChain{bin.head, bin.count});
-  if (const BlockChain parked = unpark(cls, bin); parked.count != 0)
-    return_blocks_to_spans(cls, parked);
-  bin.head = nullptr;
-  bin.count = 0;
-  bin.limit = initial_limit(cls);
+  return_blocks_to_spans(cls, bin.slots, bin.count());
+  bin.set_count(0);
+  bin.set_limit(initial_limit(cls));
 }
 
 // Decay and malloc_trim moved the flush epoch on: the cache goes back into the spans, past the
-// stacks of batches, so that its refills come from few spans and the spans that only scattered
+// central stacks, so that its refills come from few spans and the spans that only scattered
 // cached blocks kept alive empty. Once is not enough: the blocks the program holds at that
 // moment come back to the cache, and a program that works in cycles may hold the same ones at
 // every flush (its slow paths, hence the flushes, fall at the same point of each cycle). So each
@@ -212,101 +194,50 @@ void init_thread_caches() {
 
 void* refill_and_allocate(unsigned cls) {
   ThreadCache* cache = own_cache();
+  void* block = nullptr;
   if (cache == nullptr) {
-    BlockChain batch = take_blocks(cls);
-    if (batch.count == 0) return nullptr;
-    void* block = batch.pop(cls);
-    if (batch.count != 0) give_blocks(cls, batch);
+    if (take_blocks(cls, &block, 1) == 0) return nullptr;
     g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
-    clear_mark(block);
-    return block;
-  }
-  housekeeping(*cache, cls);
-  CacheBin& bin = cache->bin_of_class(cls);
-  BlockChain chain = unpark(cls, bin);
-  if (chain.count == 0) {
-    chain = take_some_blocks(cls, bin.limit);
+  } else {
+    housekeeping(*cache, cls);
+    CacheBin& bin = cache->bin_of_class(cls);
+    bin.set_count(take_blocks(cls, bin.slots, std::max<std::uint32_t>(1, bin.limit() / 2)));
     grow(cls, bin);
+    if (bin.top == bin.slots) return nullptr;
+    ++bin.requests;
+    block = *--bin.top;
   }
-  if (chain.count == 0) return nullptr;
-  void* block = chain.pop(cls);
-  bin.head = chain.head;
-  bin.count = chain.count;
-  ++bin.requests;
   clear_mark(block);
   return block;
 }
 
-// While the central lists are held for fork(), a full bin keeps its blocks beyond its limit
-// (nothing waits); the list then holds more than `limit` blocks, and the next free that finds
-// it so hands the whole list to the central lists (the parked batch holds exactly `limit`).
 void flush_and_deallocate(unsigned cls, void* block) {
   if (cls >= kClassCount) report_invalid_pointer("free", block);
   if (is_marked_free(block)) report_double_free("free", block, cls);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
+  set_mark(block);
   ThreadCache* cache = own_cache();
   if (cache == nullptr) {
-    BlockChain one;
-    one.push(block);
-    give_blocks(cls, one);
+    give_blocks(cls, &block, 1);
   } else {
     housekeeping(*cache, cls);
     CacheBin& bin = cache->bin_of_class(cls);
-    if (bin.count == bin.limit && bin.limit < largest_limit(cls)) {
+    if (bin.top == bin.end && bin.limit() < bin_capacity(cls)) {
       grow(cls, bin);
-    } else if (bin.count == bin.limit) {
-      const BlockChain before =
-          parked_chain(cls, bin.parked.exchange(bin.head, std::memory_order_acq_rel));
-      if (before.count != 0) give_blocks(cls, before);
-      bin.head = nullptr;
-      bin.count = 0;
+    } else if (bin.top == bin.end) {
+      // The older half goes; the blocks freed last, likely still in the CPU's caches, stay.
+      const std::uint32_t older = bin.count() / 2;
+      give_blocks(cls, bin.slots, older);
+      bin.top = std::copy(bin.slots + older, bin.top, bin.slots);
     }
-    mark_free(block, bin.head);
-    bin.head = block;
-    ++bin.count;
+    *bin.top++ = block;
   }
   errno = saved_errno;
-}
-
-void report_corrupted_cache_list(const CacheBin* bin, const void* block) {
-  report_corrupted_free_list(block, static_cast<unsigned>(bin - &t_cache->bin_of_class(0)));
 }
 
 void flush_thread_cache() {
   if (t_cache == &g_empty_cache) return;
   for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, t_cache->bin_of_class(cls));
-}
-
-// Decay and malloc_trim take the parked batches of every live cache. give_blocks takes a class
-// lock, which must not be taken under the registry lock (fork takes them in the other order), so
-// the batches are collected a few at a time and given once the registry lock is dropped. Skipped,
-// without waiting, while the registry is held for fork().
-void take_parked_batches() {
-  struct Taken {
-    unsigned cls;
-    void* head;
-  };
-  Taken taken[64];
-  for (bool more = true; more;) {
-    std::size_t count = 0;
-    {
-      TryLockGuard guard(g_registry_lock);
-      if (!guard.locked()) return;
-      more = [&] {
-        for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
-          for (unsigned cls = 0; cls < kClassCount; ++cls) {
-            const BlockChain batch = unpark(cls, cache->bin_of_class(cls));
-            if (batch.count == 0) continue;
-            taken[count++] = {cls, batch.head};
-            if (count == std::size(taken)) return true;
-          }
-        }
-        return false;
-      }();
-    }
-    for (std::size_t i = 0; i < count; ++i)
-      give_blocks(taken[i].cls, parked_chain(taken[i].cls, taken[i].head));
-  }
 }
 
 // Held for fork(), the registry cannot change: it is read as it is. (The forking thread
@@ -350,7 +281,7 @@ ClassUsage class_usage(unsigned cls) {
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     const CacheBin& bin = cache->bin_of_class(cls);
     usage.requests += bin.requests;
-    usage.cached += bin.count + parked_chain(cls, bin.parked.load(std::memory_order_relaxed)).count;
+    usage.cached += bin.count();
   }
   return usage;
 }

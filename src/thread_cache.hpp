@@ -1,29 +1,50 @@
 // Thread caches: per thread and size class, a bounded stack of free blocks. The fast path
 // (fast_path.hpp) pops and pushes here without locks or atomics; the functions below are the
-// slow paths, which move whole batches between a bin and the central lists in O(1).
+// slow paths, which move blocks between a bin and the central lists half a bin at a time.
 #pragma once
 
-#include <atomic>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
+#include "central_lists.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
 
-struct CacheBin {
-  void* head = nullptr;        // free blocks, linked and marked as free_block_marks.hpp says
-  std::uint32_t count = 0;     // blocks in that list
-  std::uint32_t limit = 0;     // grows with traffic (thread_cache.cpp); 0 in the empty cache, so
-                               // that every free there is slow
+// A bin's blocks are pointers in an array of the thread's cache, not a list through the
+// blocks: malloc reads nothing from the block it returns (blocks freed in a random order would
+// make a list a chain of dependent cache misses), and a write into a freed block can redirect
+// no later malloc.
+struct alignas(32) CacheBin {
+  void** top = nullptr;    // [slots, top) are free blocks, each with its free mark; top[-1] is
+                           // the block freed last
+  void** end = nullptr;    // slots + limit: a free that finds top == end takes the slow path
+  void** slots = nullptr;  // all nullptr in the empty cache, so that both fast paths are slow
   std::uint64_t requests = 0;  // allocations served from this bin (statistics)
-  // A full list at the largest limit parked beside the list, or nullptr: a full list becomes the
-  // parked batch (the one parked before goes to the central lists) and an empty list takes it,
-  // so the bin never walks a chain. Only slow paths touch it, always with an atomic exchange, so
-  // that malloc_trim and decay in other threads can take it (take_parked_batches).
-  std::atomic<void*> parked = nullptr;
+
+  std::uint32_t count() const { return static_cast<std::uint32_t>(top - slots); }
+  // The limit grows with traffic (thread_cache.cpp); only the owner reads or writes it.
+  std::uint32_t limit() const { return static_cast<std::uint32_t>(end - slots); }
+  void set_limit(std::uint32_t limit) { end = slots + limit; }
+  void set_count(std::uint32_t count) { top = slots + count; }
 };
 static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift");
+
+// The most blocks a bin of class `cls` holds: a batch (central_lists.hpp). A bin that overflows
+// gives back its older half; one that runs empty takes half a batch.
+constexpr std::uint32_t bin_capacity(unsigned cls) {
+  return batch_size(cls);
+}
+
+// Where each class's slots start in a cache's slot array, and how many there are in all.
+inline constexpr auto kSlotOffsets = [] {
+  std::array<std::uint32_t, kClassCount + 1> offsets{};
+  for (unsigned cls = 0; cls < kClassCount; ++cls)
+    offsets[cls + 1] = offsets[cls] + bin_capacity(cls);
+  return offsets;
+}();
+inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 
 class ThreadCache {
  public:
@@ -33,6 +54,13 @@ class ThreadCache {
   // The bin named by a span's class byte (the class plus one, 0 for a span that serves no
   // class): the free fast path indexes with it directly.
   CacheBin& bin_of_span_byte(unsigned span_byte) { return bins_[span_byte]; }
+  // Points each bin at its share of `slots`, kSlotCount pointers that stay the cache's (a
+  // cache's bins are set up once, when it is first made).
+  void attach_slots(void** slots) {
+    for (unsigned cls = 0; cls < kClassCount; ++cls)
+      bin_of_class(cls).slots = bin_of_class(cls).top = bin_of_class(cls).end =
+          &slots[kSlotOffsets[cls]];
+  }
 
   ThreadCache* next = nullptr;  // in the registry of live caches
   ThreadCache* prev = nullptr;
@@ -49,7 +77,7 @@ class ThreadCache {
  private:
   // bins_[cls + 1] serves class cls. bins_[0] stays empty with limit 0, so that a pointer into a
   // span that serves no class costs no test on the free fast path and simply lands in the slow
-  // path. Only the two accessors above index it.
+  // path. Only the accessors above index it.
   CacheBin bins_[kClassCount + 1];
 };
 
@@ -71,16 +99,8 @@ void* refill_and_allocate(unsigned cls);
 // double free are reported and abort.
 void flush_and_deallocate(unsigned cls, void* block);
 
-// The fast path found `block`, the head of `bin` of the calling thread's cache, without its free
-// mark: reports the corrupted free list of the bin's class and aborts.
-[[noreturn]] void report_corrupted_cache_list(const CacheBin* bin, const void* block);
-
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();
-
-// Gives the parked batch of every live thread's cache back to the central lists (malloc_trim,
-// decay). The lists themselves stay: only their owners may touch them.
-void take_parked_batches();
 
 // Decay and malloc_trim: flushes and recycles the caches of threads that are gone without their
 // exit flush (a thread whose first allocation came in the last round of pthread key
