@@ -16,7 +16,7 @@ namespace poolalloc::internal {
 namespace {
 
 // The stack holds at most this many bytes of blocks per class.
-constexpr std::size_t kStackBytes = std::size_t{512} << 10;
+constexpr std::size_t kStackBytes = std::size_t{1} << 20;
 
 constexpr std::uint32_t stack_capacity(unsigned cls) {
   return static_cast<std::uint32_t>(kStackBytes / class_size(cls));
@@ -30,7 +30,7 @@ constexpr auto kStackOffsets = [] {
   return offsets;
 }();
 
-// Every class's stack, about 1 MiB of pointers; a page is touched once the stack reaches it.
+// Every class's stack, about 2 MiB of pointers; a page is touched once the stack reaches it.
 void* g_stack_slots[kStackOffsets[kClassCount]];
 
 // The stack of class `cls`: stack_of(cls)[0, stacked) are free blocks, the latest given back on
