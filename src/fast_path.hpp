@@ -1,6 +1,12 @@
 // The fast path: allocation and free of a pooled block when the calling thread's cache can
 // serve it. A table lookup, a handful of loads and stores to thread-local memory, no lock and
 // no atomic; everything else is in the slow paths of thread_cache.cpp.
+//
+// What it costs, as exported (g++ 12 -O3, x86-64; objdump of libpoolalloc.so): malloc is 18
+// instructions before its ret (size check 2, class lookup 4, bin address 3, pop 7, clearing the
+// mark 1, result 1); free is 30 (region check 6, span class and block-start check 10, bin
+// address 3, push 11 with the double-free check). A malloc(64)/free pair in a loop measures 62
+// under callgrind, the loop's own included (scripts/fastpath-instructions.sh).
 #pragma once
 
 #include <array>
