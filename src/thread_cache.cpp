@@ -16,6 +16,7 @@
 #include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
+#include "os_memory.hpp"
 
 namespace poolalloc::internal {
 
@@ -111,7 +112,17 @@ void recycle(ThreadCache* cache) {
   g_recycled = cache;
 }
 
+// A flushed cache's slots give their pages back (its thread touched as many as its bins grew);
+// outside the registry lock, as madvise is a system call.
+void release_slot_pages(ThreadCache* cache) {
+  const auto slots = reinterpret_cast<std::uintptr_t>(cache) + sizeof(ThreadCache);
+  const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
+  const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
+  if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
+}
+
 void retire_cache(ThreadCache* cache) {
+  release_slot_pages(cache);
   LockGuard guard(g_registry_lock);
   unlink_live(cache);
   recycle(cache);
@@ -268,6 +279,7 @@ void reap_dead_caches() {
   while (dead != nullptr) {
     ThreadCache* next = dead->next;
     for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, dead->bin_of_class(cls));
+    release_slot_pages(dead);
     TryLockGuard guard(g_registry_lock);
     if (guard.locked()) recycle(dead);
     dead = next;

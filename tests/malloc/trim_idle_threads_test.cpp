@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -41,6 +42,43 @@ TEST(TrimIdleThreads, ReachesOtherThreadsCaches) {
       "with %u idle threads (their last round: %zu MiB)\n",
       before / kMiB, idle / kMiB, after / kMiB, kThreads, last_round / kMiB);
   EXPECT_LT(after, before + 2 * last_round);
+}
+
+// A thread's cache keeps its bins' slots (arrays of pointers, up to a batch per class) in pages
+// of its own; the cache is recycled when the thread exits, and the slots' pages go back to the
+// OS then. 256 threads alive at once, each of which filled the bins of 24 classes, would
+// otherwise leave 256 caches' worth of touched slots behind them: 15 MiB more than before the
+// threads, against about 5 MiB with the slots given back (the rest: the thread stacks glibc
+// keeps for reuse, and the caches themselves). glibc leaves 11 MiB, mimalloc 28 MiB.
+TEST(TrimIdleThreads, ExitedThreadsLeaveNoCacheSlotsResident) {
+  constexpr unsigned kThreads = 256;
+  malloc_trim(0);
+  const size_t before = resident_bytes();
+  pthread_barrier_t all_filled;
+  pthread_barrier_init(&all_filled, nullptr, kThreads);
+  std::vector<pthread_t> threads(kThreads);
+  for (pthread_t& thread : threads) {
+    ASSERT_EQ(pthread_create(
+                  &thread, nullptr,
+                  [](void* barrier) -> void* {
+                    void* blocks[512];
+                    for (size_t size = 16; size <= 384; size += 16) {
+                      for (void*& block : blocks) block = malloc(opaque(size));
+                      for (void* block : blocks) free(block);
+                    }
+                    pthread_barrier_wait(static_cast<pthread_barrier_t*>(barrier));
+                    return nullptr;
+                  },
+                  &all_filled),
+              0);
+  }
+  for (pthread_t thread : threads) ASSERT_EQ(pthread_join(thread, nullptr), 0);
+  pthread_barrier_destroy(&all_filled);
+  malloc_trim(0);
+  const size_t after = resident_bytes();
+  std::printf("RSS %zu KiB before %u threads, %zu KiB after they exited and malloc_trim(0)\n",
+              before >> 10, kThreads, after >> 10);
+  EXPECT_LT(after, before + 8 * kMiB);
 }
 
 }  // namespace
