@@ -75,7 +75,7 @@ struct alignas(64) ClassList {
   // pushed without the lock, drained into their spans by the next holder.
   std::atomic<void*> orphans{nullptr};
   std::uint32_t stacked = 0;  // blocks in the class's stack (stack_of)
-  Span* partial = nullptr;  // spans with free blocks and used ones, doubly linked
+  Span* partial = nullptr;    // spans with free blocks and used ones, doubly linked
   ClassCounters counters{};
 
   void push_front(Span& span) {

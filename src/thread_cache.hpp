@@ -17,10 +17,10 @@ namespace poolalloc::internal {
 // make a list a chain of dependent cache misses), and a write into a freed block can redirect
 // no later malloc.
 struct alignas(32) CacheBin {
-  void** top = nullptr;    // [slots, top) are free blocks, each with its free mark; top[-1] is
-                           // the block freed last
-  void** end = nullptr;    // slots + limit: a free that finds top == end takes the slow path
-  void** slots = nullptr;  // all nullptr in the empty cache, so that both fast paths are slow
+  void** top = nullptr;        // [slots, top) are free blocks, each with its free mark; top[-1] is
+                               // the block freed last
+  void** end = nullptr;        // slots + limit: a free that finds top == end takes the slow path
+  void** slots = nullptr;      // all nullptr in the empty cache, so that both fast paths are slow
   std::uint64_t requests = 0;  // allocations served from this bin (statistics)
 
   std::uint32_t count() const { return static_cast<std::uint32_t>(top - slots); }

@@ -58,10 +58,11 @@ TEST_F(SafeLinkingDeathTest, APlainPointerWrittenIntoAFreedBlockIsNeverHandedOut
 }
 
 TEST_F(SafeLinkingDeathTest, BytesWrittenIntoAFreedBlockAreNeverFollowed) {
-  EXPECT_EXIT(run_in_a_new_thread([] {
-                forge_cached_block([](std::uintptr_t* freed, void*) { std::memset(freed, 'A', 16); });
-              }),
-              testing::ExitedWithCode(0), "^$");
+  EXPECT_EXIT(
+      run_in_a_new_thread([] {
+        forge_cached_block([](std::uintptr_t* freed, void*) { std::memset(freed, 'A', 16); });
+      }),
+      testing::ExitedWithCode(0), "^$");
 }
 
 // The attacker knows where the blocks lie relative to each other but not the key: flipping the
