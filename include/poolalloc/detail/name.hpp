@@ -1,0 +1,42 @@
+// The name an allocator carries for its reports and printing (set_name), kept in a fixed buffer
+// so that a report can be written where nothing may allocate.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+
+namespace poolalloc::detail {
+
+class Name {
+ public:
+  static constexpr std::size_t kMaxLength = 31;
+
+  // Copies up to kMaxLength characters; nullptr or "" clears the name.
+  void set(const char* name) {
+    const std::string_view text = name == nullptr ? std::string_view() : std::string_view(name);
+    length_ = std::min(text.size(), kMaxLength);
+    std::copy_n(text.data(), length_, text_);
+  }
+
+  [[nodiscard]] std::string_view view() const { return {text_, length_}; }
+
+ private:
+  char text_[kMaxLength];
+  std::size_t length_ = 0;
+};
+
+// Writes `FixedPool "bullets"`, or `FixedPool 0x7f...` for an allocator without a name, to a
+// std::ostream or a detail::Message.
+template <class Out>
+Out& write_title(Out& out, std::string_view kind, const Name& name, const void* self) {
+  out << kind << " ";
+  if (name.view().empty()) {
+    out << self;
+  } else {
+    out << "\"" << name.view() << "\"";
+  }
+  return out;
+}
+
+}  // namespace poolalloc::detail
