@@ -30,6 +30,7 @@
 #include "detail/handle_table.hpp"
 #include "detail/message.hpp"
 #include "detail/name.hpp"
+#include "detail/printing.hpp"
 #include "detail/slot_bitmap.hpp"
 #include "fixed_pool.hpp"
 
@@ -191,13 +192,11 @@ class Pool {
 
   // `Pool "particles" (object 64 B): 10 live, 54 free of 64, peak 12, 1 chunk, debug checks off`
   friend std::ostream& operator<<(std::ostream& out, const Pool& pool) {
-    detail::write_title(out, "Pool", pool.name_, &pool)
+    detail::write_title(out, "Pool", pool.name(), &pool)
         << " (object " << sizeof(T) << " B): " << pool.size() << " live, "
         << pool.capacity() - pool.size() << " free of " << pool.capacity() << ", peak "
-        << pool.peak() << ", " << pool.chunk_count()
-        << (pool.chunk_count() == 1 ? " chunk" : " chunks") << ", debug checks "
-        << (pool.debug_checks() ? "on" : "off");
-    return out;
+        << pool.peak();
+    return detail::write_chunks_and_checks(out, pool.chunk_count(), pool.debug_checks());
   }
 
  private:
@@ -281,7 +280,7 @@ class Pool {
   [[nodiscard]] detail::Message describe() const {
     detail::Message message;
     message << "poolalloc: ";
-    detail::write_title(message, "Pool", name_, this) << " (object " << sizeof(T) << " B): ";
+    detail::write_title(message, "Pool", name(), this) << " (object " << sizeof(T) << " B): ";
     return message;
   }
 

@@ -26,17 +26,4 @@ class Name {
   std::size_t length_ = 0;
 };
 
-// Writes `FixedPool "bullets"`, or `FixedPool 0x7f...` for an allocator without a name, to a
-// std::ostream or a detail::Message.
-template <class Out>
-Out& write_title(Out& out, std::string_view kind, const Name& name, const void* self) {
-  out << kind << " ";
-  if (name.view().empty()) {
-    out << self;
-  } else {
-    out << "\"" << name.view() << "\"";
-  }
-  return out;
-}
-
 }  // namespace poolalloc::detail
