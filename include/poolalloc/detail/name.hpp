@@ -17,12 +17,14 @@ class Name {
     const std::string_view text = name == nullptr ? std::string_view() : std::string_view(name);
     length_ = std::min(text.size(), kMaxLength);
     std::copy_n(text.data(), length_, text_);
+    text_[length_] = '\0';
   }
 
   [[nodiscard]] std::string_view view() const { return {text_, length_}; }
+  [[nodiscard]] const char* c_str() const { return text_; }
 
  private:
-  char text_[kMaxLength];
+  char text_[kMaxLength + 1] = {};
   std::size_t length_ = 0;
 };
 
