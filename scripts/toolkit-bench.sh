@@ -2,7 +2,8 @@
 # Builds toolkit_bench (Release) and prints its medians as a markdown table:
 #   workload | poolalloc ns/pair | baseline ns/pair | ratio (baseline / poolalloc)
 # Benchmarks run interleaved in random order, REPETITIONS times (default 9); figures are medians
-# of CPU time per allocate+free pair (per create for the creation rows).
+# of CPU time per allocate+free pair (per create for the creation rows). Then runs the
+# particle-system example (bench/particles.cpp), which prints its time per frame and budgets.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$root/build-bench"
@@ -10,7 +11,7 @@ repetitions=${REPETITIONS:-9}
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOOLALLOC_BUILD_MALLOC=OFF \
   -DPOOLALLOC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target toolkit_bench >/dev/null
+cmake --build "$build" --target toolkit_bench toolkit_particles >/dev/null
 
 json="$build/toolkit_bench.json"
 "$build/bench/toolkit_bench" --benchmark_repetitions="$repetitions" \
@@ -50,3 +51,6 @@ for label, name in (("over caller memory", "create_over_caller_memory"),
     small, large = ns[f"{name}/1000"], ns[f"{name}/10000000"]
     print(f"| {label} | {small:.1f} | {large:.1f} | {large / small:.1f}x |")
 PY
+
+echo
+"$build/bench/toolkit_particles"
