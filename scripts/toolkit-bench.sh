@@ -2,7 +2,8 @@
 # Builds toolkit_bench (Release) and prints its medians as a markdown table:
 #   workload | poolalloc ns/pair | baseline ns/pair | ratio (baseline / poolalloc)
 # Benchmarks run interleaved in random order, REPETITIONS times (default 9); figures are medians
-# of CPU time per allocate+free pair (per create for the creation rows).
+# of CPU time per allocate+free pair (per create for the creation rows). Then runs the
+# particle-system example (bench/particles.cpp), which prints its time per frame and budgets.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$root/build-bench"
@@ -10,7 +11,7 @@ repetitions=${REPETITIONS:-9}
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOOLALLOC_BUILD_MALLOC=OFF \
   -DPOOLALLOC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target toolkit_bench >/dev/null
+cmake --build "$build" --target toolkit_bench toolkit_particles >/dev/null
 
 json="$build/toolkit_bench.json"
 "$build/bench/toolkit_bench" --benchmark_repetitions="$repetitions" \
@@ -28,7 +29,9 @@ ns = {b["run_name"]: 1e9 / b["items_per_second"]
 rows = [("churn 10,000 x 64 B, random free order: Pool<T> vs new/delete",
          "churn_pool_spawn_despawn", "churn_new_delete"),
         ("churn 10,000 x 64 B, random free order: FixedPool vs malloc/free",
-         "churn_fixed_pool", "churn_malloc_free")]
+         "churn_fixed_pool", "churn_malloc_free"),
+        ("churn 10,000 x 64 B, random free order: Pool<T> (bitmap) vs FixedPool (index links)",
+         "churn_pool_spawn_despawn", "churn_fixed_pool")]
 for size in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
     rows.append((f"sweep {size} B, batch of 1,000: FixedPool vs malloc/free",
                  f"sweep_fixed_pool/{size}", f"sweep_malloc_free/{size}"))
@@ -36,7 +39,7 @@ for size in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
 print(f"Machine: {data['context'].get('host_name', '?')}, {data['context']['num_cpus']} CPUs; "
       f"medians of {sys.argv[1].split('/')[-1]}")
 print()
-print("| workload | poolalloc ns/pair | new/delete or malloc ns/pair | ratio |")
+print("| workload | poolalloc ns/pair | baseline ns/pair | ratio |")
 print("|---|---:|---:|---:|")
 for label, ours, theirs in rows:
     print(f"| {label} | {ns[ours]:.2f} | {ns[theirs]:.2f} | {ns[theirs] / ns[ours]:.1f}x |")
@@ -48,3 +51,6 @@ for label, name in (("over caller memory", "create_over_caller_memory"),
     small, large = ns[f"{name}/1000"], ns[f"{name}/10000000"]
     print(f"| {label} | {small:.1f} | {large:.1f} | {large / small:.1f}x |")
 PY
+
+echo
+"$build/bench/toolkit_particles"

@@ -10,9 +10,11 @@
 //   O(chunks) when they switch.
 // - Always on, because it is cheap: deallocate of a pointer outside the pool or not on a block
 //   boundary is reported and aborts.
-// - Debug checks (POOLALLOC_DEBUG, or DebugChecks::on): double-free detection, guard bytes around
-//   every block, fill patterns (detail/debug_blocks.hpp) and a leak list on destroy().
-//   Without them the checks cost one predictable branch per call.
+// - Debug checks (POOLALLOC_DEBUG, or DebugChecks::on): double-free detection, fill patterns
+//   (detail/debug_blocks.hpp), a leak list on destroy(), and guard bytes around every block of a
+//   pool that allocates its memory. A pool created over caller memory gets no guard bytes, so
+//   that debug checks never change how many blocks a buffer holds. Without debug checks they
+//   cost one predictable branch per call.
 //
 // Not thread-safe, by choice: use one pool per thread.
 #pragma once
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <ostream>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +31,8 @@
 #include "detail/debug_blocks.hpp"
 #include "detail/lazy_block_list.hpp"
 #include "detail/message.hpp"
+#include "detail/name.hpp"
+#include "detail/printing.hpp"
 
 namespace poolalloc {
 
@@ -65,7 +70,7 @@ class FixedPool {
               std::size_t alignment = alignof(std::max_align_t), Growth growth = Growth::fixed,
               DebugChecks debug = kDefaultDebugChecks) {
     destroy();
-    if (configure(block_size, alignment, growth, debug) && add_owned_chunk(block_count)) {
+    if (configure(block_size, alignment, growth, debug, true) && add_owned_chunk(block_count)) {
       return true;
     }
     destroy();
@@ -77,7 +82,8 @@ class FixedPool {
   bool create(void* buffer, std::size_t buffer_bytes, std::size_t block_size, std::size_t alignment,
               Growth growth = Growth::fixed, DebugChecks debug = kDefaultDebugChecks) {
     destroy();
-    if (configure(block_size, alignment, growth, debug) && add_caller_chunk(buffer, buffer_bytes)) {
+    if (configure(block_size, alignment, growth, debug, false) &&
+        add_caller_chunk(buffer, buffer_bytes)) {
       return true;
     }
     destroy();
@@ -87,9 +93,13 @@ class FixedPool {
   // Frees the memory the pool allocated; with debug checks, first lists every live block.
   void destroy() {
     if (debug_) report_leaks();
-    for (const Chunk& chunk : chunks_) {
-      if (chunk.owned) ::operator delete (chunk.memory, std::align_val_t{alignment_});
-    }
+    release();
+  }
+
+  // Gives back every block at once, live or not, and the memory the pool allocated: the pool is
+  // empty until created again. Reports nothing.
+  void release() {
+    for (const Chunk& chunk : chunks_) free_chunk(chunk);
     chunks_.clear();
     current_ = &detail::kNoBlocks;
     layout_ = {};
@@ -150,11 +160,33 @@ class FixedPool {
     return add_caller_chunk(memory, bytes);
   }
 
+  // The paper's resizing down: gives back the trailing chunks, all but the first, that hold no
+  // live block (owned memory is freed, caller memory is the caller's again) and returns their
+  // bytes. It stops at the last chunk with a live block. O(chunks).
+  std::size_t shrink() {
+    std::size_t released = 0;
+    while (chunks_.size() > 1 && chunks_.back().blocks.empty()) {
+      const Chunk& chunk = chunks_.back();
+      released += static_cast<std::size_t>(chunk.end - chunk.memory);
+      capacity_ -= chunk.blocks.block_count();
+      free_chunk(chunk);
+      chunks_.pop_back();
+      current_ = &chunks_.back().blocks;
+    }
+    return released;
+  }
+
+  // Copied (up to 31 characters); reports and printing show it instead of the pool's address.
+  void set_name(const char* name) { name_.set(name); }
+  [[nodiscard]] std::string_view name() const { return name_.view(); }
+
   [[nodiscard]] std::size_t block_size() const { return layout_.payload; }
   [[nodiscard]] std::size_t capacity() const { return capacity_; }
   [[nodiscard]] std::size_t free_count() const { return capacity_ - used_; }
   [[nodiscard]] std::size_t used_count() const { return used_; }
   [[nodiscard]] std::size_t peak_used() const { return peak_used_; }
+  [[nodiscard]] std::size_t chunk_count() const { return chunks_.size(); }
+  [[nodiscard]] bool debug_checks() const { return debug_; }
 
   // True when p points into one of the pool's blocks.
   [[nodiscard]] bool owns(const void* p) const {
@@ -187,14 +219,20 @@ class FixedPool {
     std::uint32_t guarded = 0;  // blocks [0, guarded) have had their guard bytes written
   };
 
-  bool configure(std::size_t block_size, std::size_t alignment, Growth growth, DebugChecks debug) {
-    const auto layout = detail::block_layout(block_size, alignment, debug == DebugChecks::on);
+  bool configure(std::size_t block_size, std::size_t alignment, Growth growth, DebugChecks debug,
+                 bool owns_memory) {
+    const auto layout =
+        detail::block_layout(block_size, alignment, debug == DebugChecks::on && owns_memory);
     if (!layout || layout->stride > UINT32_MAX) return false;
     layout_ = *layout;
     alignment_ = alignment;
     growth_ = growth;
     debug_ = debug == DebugChecks::on;
     return true;
+  }
+
+  void free_chunk(const Chunk& chunk) const {
+    if (chunk.owned) ::operator delete (chunk.memory, std::align_val_t{alignment_});
   }
 
   // 0 before create() has set a layout.
@@ -349,8 +387,9 @@ class FixedPool {
 
   [[nodiscard]] detail::Message describe() const {
     detail::Message message;
-    message << "poolalloc: FixedPool " << static_cast<const void*>(this) << " (block "
-            << layout_.payload << " B): ";
+    message << "poolalloc: ";
+    detail::write_title(message, "FixedPool", name(), this)
+        << " (block " << layout_.payload << " B): ";
     return message;
   }
 
@@ -381,6 +420,15 @@ class FixedPool {
   std::size_t peak_used_ = 0;
   Growth growth_ = Growth::fixed;
   bool debug_ = false;
+  detail::Name name_;
 };
+
+// `FixedPool "bullets" (block 64 B): 3 used, 1021 free of 1024, peak 10, 1 chunk, debug checks off`
+inline std::ostream& operator<<(std::ostream& out, const FixedPool& pool) {
+  detail::write_title(out, "FixedPool", pool.name(), &pool)
+      << " (block " << pool.block_size() << " B): " << pool.used_count() << " used, "
+      << pool.free_count() << " free of " << pool.capacity() << ", peak " << pool.peak_used();
+  return detail::write_chunks_and_checks(out, pool.chunk_count(), pool.debug_checks());
+}
 
 }  // namespace poolalloc

@@ -3,33 +3,40 @@
 // FrameAllocator hands out memory front to back and gives all of it back at once with reset().
 // DoubleBufferedFrameAllocator keeps two of them, so memory allocated during one frame stays
 // valid through the next (for data handed from one frame to the one after it).
-// allocate() is O(1) and returns nullptr when the frame is full, whatever the size or alignment.
+// allocate(), new_object<T>() and new_array<T>() are O(1) and return nullptr when the frame is
+// full, whatever the size or alignment. Over owned memory or the caller's.
 // Not thread-safe, by choice: use one per thread.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <ostream>
+#include <utility>
 
 #include "detail/bump_region.hpp"
 
 namespace poolalloc {
 
-class FrameAllocator {
+class FrameAllocator : private detail::BumpRegion {
  public:
-  explicit FrameAllocator(std::size_t capacity_bytes) : region_(capacity_bytes) {}
+  // FrameAllocator(std::size_t capacity_bytes), or FrameAllocator(void* buffer, std::size_t bytes)
+  // over caller memory.
+  using BumpRegion::BumpRegion;
 
-  // nullptr when the request does not fit or the alignment is not a power of two.
-  [[nodiscard]] void* allocate(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
-    return region_.allocate(size, align);
+  using BumpRegion::allocate;
+  using BumpRegion::new_array;
+  using BumpRegion::new_object;
+  void reset() { rewind(0); }
+
+  using BumpRegion::capacity;
+  using BumpRegion::name;
+  using BumpRegion::peak;
+  using BumpRegion::set_name;
+  using BumpRegion::used;
+
+  friend std::ostream& operator<<(std::ostream& out, const FrameAllocator& frame) {
+    return frame.print(out, "FrameAllocator");
   }
-  void reset() { region_.rewind(0); }
-
-  [[nodiscard]] std::size_t used() const { return region_.used(); }
-  [[nodiscard]] std::size_t peak() const { return region_.peak(); }
-  [[nodiscard]] std::size_t capacity() const { return region_.capacity(); }
-
- private:
-  detail::BumpRegion region_;
 };
 
 class DoubleBufferedFrameAllocator {
@@ -39,6 +46,19 @@ class DoubleBufferedFrameAllocator {
 
   [[nodiscard]] void* allocate(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
     return current().allocate(size, align);
+  }
+  template <class T, class... Args>
+  [[nodiscard]] T* new_object(Args&&... args) {
+    return current().new_object<T>(std::forward<Args>(args)...);
+  }
+  template <class T>
+  [[nodiscard]] T* new_array(std::size_t n) {
+    return current().new_array<T>(n);
+  }
+
+  // Names both frames.
+  void set_name(const char* name) {
+    for (FrameAllocator& frame : frames_) frame.set_name(name);
   }
 
   // Starts a new frame in the buffer of the frame before last; the frame that just ended keeps

@@ -17,7 +17,12 @@
 #include <memory>
 #include <memory_resource>
 #include <new>
+#include <ostream>
+#include <string_view>
+#include <vector>
 
+#include "detail/name.hpp"
+#include "detail/printing.hpp"
 #include "fixed_pool.hpp"
 #include "frame_allocator.hpp"
 #include "stack_allocator.hpp"
@@ -39,12 +44,51 @@ class PoolResource final : public std::pmr::memory_resource {
         pools_(std::make_unique<FixedPool[]>(pool_index(largest_block_) + 1)),
         upstream_(upstream) {}
 
+  PoolResource(const PoolResource&) = delete;
+  PoolResource& operator=(const PoolResource&) = delete;
+  ~PoolResource() override { release(); }
+
+  // Gives back every block, pooled or upstream, whether or not it was deallocated, as
+  // std::pmr::unsynchronized_pool_resource::release() does.
+  void release() {
+    for (std::size_t i = 0; i < pool_count(); ++i) pools_[i].release();
+    for (const UpstreamBlock& block : upstream_blocks_) {
+      upstream_->deallocate(block.memory, block.bytes, block.alignment);
+    }
+    upstream_blocks_.clear();
+    used_ = 0;
+  }
+
+  // Names the resource and its pools, for printing and reports.
+  void set_name(const char* name) {
+    name_.set(name);
+    for (std::size_t i = 0; i < pool_count(); ++i) pools_[i].set_name(name_.c_str());
+  }
+  [[nodiscard]] std::string_view name() const { return name_.view(); }
+
   // Bytes handed out and not yet given back, pooled and upstream.
   [[nodiscard]] std::size_t used() const { return used_; }
   [[nodiscard]] std::size_t largest_block() const { return largest_block_; }
   [[nodiscard]] std::pmr::memory_resource* upstream() const { return upstream_; }
 
+  // `PoolResource "ui": 1200 B used, 2 blocks upstream`, then a line for each pool in use.
+  friend std::ostream& operator<<(std::ostream& out, const PoolResource& resource) {
+    detail::write_title(out, "PoolResource", resource.name(), &resource)
+        << ": " << resource.used() << " B used, " << resource.upstream_blocks_.size()
+        << " blocks upstream";
+    for (std::size_t i = 0; i < resource.pool_count(); ++i) {
+      if (resource.pools_[i].capacity() > 0) out << "\n  " << resource.pools_[i];
+    }
+    return out;
+  }
+
  private:
+  struct UpstreamBlock {
+    void* memory;
+    std::size_t bytes;
+    std::size_t alignment;
+  };
+
   // Blocks of a power-of-two size, aligned to that size, serve any alignment up to it.
   static std::size_t block_for(std::size_t bytes, std::size_t alignment) {
     return std::bit_ceil(std::max({bytes, alignment, kSmallestBlock}));
@@ -52,15 +96,20 @@ class PoolResource final : public std::pmr::memory_resource {
   static std::size_t pool_index(std::size_t block) {
     return static_cast<std::size_t>(std::countr_zero(block / kSmallestBlock));
   }
+  [[nodiscard]] std::size_t pool_count() const { return pool_index(largest_block_) + 1; }
 
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     void* p = nullptr;
     if (bytes > largest_block_ || alignment > largest_block_) {
       p = upstream_->allocate(bytes, alignment);
+      upstream_blocks_.push_back({p, bytes, alignment});
     } else {
       const std::size_t block = block_for(bytes, alignment);
       FixedPool& pool = pools_[pool_index(block)];
-      if (pool.capacity() == 0) pool.create(block, blocks_per_chunk_, block, Growth::growable);
+      if (pool.capacity() == 0) {
+        pool.create(block, blocks_per_chunk_, block, Growth::growable);
+        pool.set_name(name_.c_str());
+      }
       p = pool.allocate();
       if (p == nullptr) throw std::bad_alloc();
     }
@@ -70,6 +119,7 @@ class PoolResource final : public std::pmr::memory_resource {
 
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
     if (bytes > largest_block_ || alignment > largest_block_) {
+      forget_upstream_block(p);
       upstream_->deallocate(p, bytes, alignment);
     } else {
       pools_[pool_index(block_for(bytes, alignment))].deallocate(p);
@@ -81,11 +131,22 @@ class PoolResource final : public std::pmr::memory_resource {
     return this == &other;
   }
 
+  // O(blocks upstream): requests above the largest block are expected to be few.
+  void forget_upstream_block(void* p) {
+    const auto block = std::find_if(upstream_blocks_.begin(), upstream_blocks_.end(),
+                                    [p](const UpstreamBlock& b) { return b.memory == p; });
+    if (block == upstream_blocks_.end()) return;
+    *block = upstream_blocks_.back();
+    upstream_blocks_.pop_back();
+  }
+
   std::size_t largest_block_;
   std::size_t blocks_per_chunk_;
   std::unique_ptr<FixedPool[]> pools_;  // pools_[i] holds blocks of kSmallestBlock << i bytes
   std::pmr::memory_resource* upstream_;
+  std::vector<UpstreamBlock> upstream_blocks_;  // to give back on release()
   std::size_t used_ = 0;
+  detail::Name name_;
 };
 
 // A memory_resource over an arena with allocate(size, align) that returns nullptr when full.

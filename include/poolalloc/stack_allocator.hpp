@@ -5,18 +5,21 @@
 //   stack.free_to_marker(m);            // or let a StackScope do it
 //
 // A marker above the current top (memory already given back) is reported and aborts.
-// allocate() is O(1) and returns nullptr when the stack is full, whatever the size or alignment.
+// allocate(), new_object<T>() and new_array<T>() are O(1) and return nullptr when the stack is
+// full, whatever the size or alignment. Over owned memory or the caller's.
 // Not thread-safe, by choice: use one per thread.
 #pragma once
 
 #include <cstddef>
+#include <ostream>
 
 #include "detail/bump_region.hpp"
 #include "detail/message.hpp"
+#include "detail/printing.hpp"
 
 namespace poolalloc {
 
-class StackAllocator {
+class StackAllocator : private detail::BumpRegion {
  public:
   // A position in the stack: what was used when it was taken.
   class Marker {
@@ -29,33 +32,38 @@ class StackAllocator {
     std::size_t used_;
   };
 
-  explicit StackAllocator(std::size_t capacity_bytes) : region_(capacity_bytes) {}
+  // StackAllocator(std::size_t capacity_bytes), or StackAllocator(void* buffer, std::size_t bytes)
+  // over caller memory.
+  using BumpRegion::BumpRegion;
 
-  // nullptr when the request does not fit or the alignment is not a power of two.
-  [[nodiscard]] void* allocate(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
-    return region_.allocate(size, align);
-  }
+  using BumpRegion::allocate;
+  using BumpRegion::new_array;
+  using BumpRegion::new_object;
 
-  [[nodiscard]] Marker marker() const { return Marker(region_.used()); }
+  [[nodiscard]] Marker marker() const { return Marker(used()); }
 
   // Gives back everything allocated since `m` was taken.
   void free_to_marker(Marker m) {
-    if (m.used_ > region_.used()) [[unlikely]] {
+    if (m.used_ > used()) [[unlikely]] {
       detail::Message message;
-      message << "poolalloc: StackAllocator " << static_cast<const void*>(this) << " (" << used()
-              << " of " << capacity() << " B used): free_to_marker(" << m.used_
-              << ") is above the top; that memory was already given back";
+      message << "poolalloc: ";
+      detail::write_title(message, "StackAllocator", name(), this)
+          << " (" << used() << " of " << capacity() << " B used): free_to_marker(" << m.used_
+          << ") is above the top; that memory was already given back";
       detail::fatal(message);
     }
-    region_.rewind(m.used_);
+    rewind(m.used_);
   }
 
-  [[nodiscard]] std::size_t used() const { return region_.used(); }
-  [[nodiscard]] std::size_t peak() const { return region_.peak(); }
-  [[nodiscard]] std::size_t capacity() const { return region_.capacity(); }
+  using BumpRegion::capacity;
+  using BumpRegion::name;
+  using BumpRegion::peak;
+  using BumpRegion::set_name;
+  using BumpRegion::used;
 
- private:
-  detail::BumpRegion region_;
+  friend std::ostream& operator<<(std::ostream& out, const StackAllocator& stack) {
+    return stack.print(out, "StackAllocator");
+  }
 };
 
 // Frees the stack to the marker taken at construction when the scope ends.

@@ -1,10 +1,11 @@
 // Tracked<Arena>: budget and peak tracking around any toolkit allocator (FixedPool, Pool<T>,
 // FrameAllocator, DoubleBufferedFrameAllocator, StackAllocator, PoolResource).
 //
-// Allocate through the tracker (allocate() and spawn() are forwarded); free on the arena or
-// through the tracker, as usual. The tracker samples the arena's bytes in use after every call
-// made through it, keeps the peak overall and per frame, and calls the over-budget callback each
-// time usage rises above the budget.
+// Allocate through the tracker (allocate(), deallocate(), spawn() and despawn() are forwarded), or
+// free on the arena. The tracker samples the arena's bytes in use after every call made through
+// it, keeps the peak overall and per frame, and counts (and calls the over-budget callback) each
+// time usage rises above the budget. A tracker can carry a name (set_name); print_budgets()
+// prints a table of every live one.
 //
 //   Tracked tracked(frame, 64 * 1024, [](std::size_t used, std::size_t budget) { log(...); });
 //   ... tracked.allocate(n) ...
@@ -12,11 +13,12 @@
 //   frame.reset();
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
-#include <functional>
+#include <iomanip>
+#include <ostream>
 #include <utility>
 
+#include "detail/budget_registry.hpp"
 #include "fixed_pool.hpp"
 #include "object_pool.hpp"
 
@@ -40,12 +42,10 @@ std::size_t bytes_in_use(const Pool<T>& pool) {
 }  // namespace detail
 
 template <class Arena>
-class Tracked {
+class Tracked final : public detail::BudgetRow {
  public:
-  using OverBudget = std::function<void(std::size_t used_bytes, std::size_t budget_bytes)>;
-
   Tracked(Arena& arena, std::size_t budget_bytes, OverBudget on_over_budget = {})
-      : arena_(arena), budget_(budget_bytes), on_over_budget_(std::move(on_over_budget)) {
+      : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(arena) {
     sample();
   }
 
@@ -69,35 +69,31 @@ class Tracked {
     sample();
     return result;
   }
-
-  // The largest usage seen during this frame (at its calls and now); the next frame starts.
-  std::size_t end_frame() {
+  template <class... Args>
+  requires requires(Arena& arena, Args&&... args) { arena.despawn(std::forward<Args>(args)...); }
+  void despawn(Args&&... args) {
+    arena_.despawn(std::forward<Args>(args)...);
     sample();
-    return std::exchange(frame_peak_, 0);
   }
 
-  [[nodiscard]] std::size_t used() const { return detail::bytes_in_use(arena_); }
-  [[nodiscard]] std::size_t peak() const { return peak_; }
-  [[nodiscard]] std::size_t budget() const { return budget_; }
+  [[nodiscard]] std::size_t used() const override { return detail::bytes_in_use(arena_); }
   [[nodiscard]] Arena& arena() const { return arena_; }
 
  private:
-  void sample() {
-    const std::size_t used_now = used();
-    peak_ = std::max(peak_, used_now);
-    frame_peak_ = std::max(frame_peak_, used_now);
-    if (used_now > budget_ && last_used_ <= budget_ && on_over_budget_) {
-      on_over_budget_(used_now, budget_);
-    }
-    last_used_ = used_now;
-  }
-
   Arena& arena_;
-  std::size_t budget_;
-  OverBudget on_over_budget_;
-  std::size_t last_used_ = 0;
-  std::size_t peak_ = 0;
-  std::size_t frame_peak_ = 0;
 };
+
+// One line per live Tracked arena, oldest first: name, bytes used now, peak, budget, and how many
+// times usage rose above the budget. The per-frame memory report of a debug overlay.
+inline void print_budgets(std::ostream& out) {
+  out << std::left << std::setw(24) << "arena" << std::right << std::setw(12) << "used"
+      << std::setw(12) << "peak" << std::setw(12) << "budget" << std::setw(6) << "over"
+      << "\n";
+  detail::BudgetRow::for_each_row([&out](const detail::BudgetRow& row) {
+    out << std::left << std::setw(24) << (row.name().empty() ? "(unnamed)" : row.name())
+        << std::right << std::setw(12) << row.used() << std::setw(12) << row.peak() << std::setw(12)
+        << row.budget() << std::setw(6) << row.over_budget_count() << "\n";
+  });
+}
 
 }  // namespace poolalloc

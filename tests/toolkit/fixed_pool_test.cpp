@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -288,6 +289,87 @@ TEST_F(FixedPoolDeathTest, VerifyReportsACorruptedFreeList) {
   EXPECT_DEATH(pool.verify(), "FixedPool 0x[0-9a-f]+ \\(block 16 B\\): free list corrupted");
 }
 
+TEST(FixedPool, ShrinkGivesBackTrailingChunksWithoutLiveBlocks) {
+  FixedPool pool(64, 4, 16, Growth::growable);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(pool.allocate());  // chunks of 4, 4, 8
+  ASSERT_EQ(pool.chunk_count(), 3u);
+  for (void* block : blocks) pool.deallocate(block);
+  EXPECT_EQ(pool.shrink(), 12u * 64);
+  EXPECT_EQ(pool.chunk_count(), 1u);
+  EXPECT_EQ(pool.capacity(), 4u);
+  EXPECT_EQ(pool.shrink(), 0u);                                     // the first chunk stays
+  for (int i = 0; i < 5; ++i) ASSERT_NE(pool.allocate(), nullptr);  // and grows again
+  EXPECT_EQ(pool.capacity(), 8u);
+}
+
+TEST(FixedPool, ShrinkStopsAtTheLastChunkWithALiveBlock) {
+  FixedPool pool(64, 4, 16, Growth::growable);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(pool.allocate());
+  for (int i = 0; i < 15; ++i) pool.deallocate(blocks[i]);  // the last chunk keeps one block
+  EXPECT_EQ(pool.shrink(), 0u);
+  EXPECT_EQ(pool.capacity(), 16u);
+  pool.deallocate(blocks[15]);
+  for (int i = 0; i < 6; ++i) blocks[i] = pool.allocate();  // from the chunk used last: the third
+  EXPECT_EQ(pool.shrink(), 0u);
+  for (int i = 0; i < 6; ++i) pool.deallocate(blocks[i]);
+  EXPECT_EQ(pool.shrink(), 12u * 64);
+}
+
+TEST(FixedPool, ShrinkGivesBackCallerChunksWithoutFreeingThem) {
+  alignas(16) static std::byte memory[256];
+  std::byte* first = memory;
+  std::byte* second = memory + 128;  // not adjacent: a chunk of its own
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(first, 64, 16, 16));
+  ASSERT_TRUE(pool.grow(second, 128));
+  pool.deallocate(pool.allocate());
+  EXPECT_EQ(pool.shrink(), 128u);
+  EXPECT_EQ(pool.capacity(), 4u);
+  EXPECT_FALSE(pool.owns(second));
+}
+
+TEST(FixedPool, ReleaseGivesEverythingBackWithoutAReport) {
+  FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
+  (void)pool.allocate();
+  testing::internal::CaptureStderr();
+  pool.release();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(pool.capacity(), 0u);
+  EXPECT_EQ(pool.used_count(), 0u);
+}
+
+TEST(FixedPool, PrintsItsStateInOneLine) {
+  FixedPool pool(64, 4, 16, Growth::growable);
+  pool.set_name("bullets");
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5; ++i) blocks.push_back(pool.allocate());
+  pool.deallocate(blocks[0]);
+  std::ostringstream out;
+  out << pool;
+  EXPECT_EQ(out.str(),
+            "FixedPool \"bullets\" (block 64 B): 4 used, 4 free of 8, peak 5, 2 chunks, "
+            "debug checks off");
+  for (int i = 1; i < 5; ++i) pool.deallocate(blocks[i]);
+}
+
+TEST(FixedPool, PrintsItsAddressWithoutAName) {
+  FixedPool pool(16, 1);
+  std::ostringstream out;
+  out << pool;
+  EXPECT_EQ(out.str(), "FixedPool " + hex(&pool) +
+                           " (block 16 B): 0 used, 1 free of 1, peak 0, 1 chunk, debug checks off");
+}
+
+TEST(FixedPool, KeepsOnlyTheFirst31CharactersOfAName) {
+  FixedPool pool(16, 1);
+  pool.set_name("a name much longer than thirty-one characters");
+  EXPECT_EQ(pool.name(), "a name much longer than thirty-");
+  pool.set_name(nullptr);
+  EXPECT_EQ(pool.name(), "");
+}
+
 // Debug checks, switched on by the constructor flag (POOLALLOC_DEBUG makes it the default).
 
 TEST(FixedPoolDebug, FillsFreshAndFreedBlocks) {
@@ -358,6 +440,30 @@ TEST(FixedPoolDebug, ReportsNothingOnDestroyWhenAllBlocksCameBack) {
   testing::internal::CaptureStderr();
   pool.destroy();
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(FixedPoolDebug, DebugChecksKeepTheNumberOfBlocksACallerBufferHolds) {
+  alignas(16) static std::byte buffer[4096];
+  FixedPool checked;
+  FixedPool unchecked;
+  ASSERT_TRUE(checked.create(buffer, sizeof buffer, 32, 16, Growth::fixed, DebugChecks::on));
+  ASSERT_TRUE(unchecked.create(buffer, sizeof buffer, 32, 16, Growth::fixed, DebugChecks::off));
+  EXPECT_EQ(checked.capacity(), 128u);
+  EXPECT_EQ(unchecked.capacity(), 128u);
+  FixedPool owned_checked(32, 128, 16, Growth::fixed, DebugChecks::on);
+  EXPECT_EQ(owned_checked.capacity(), 128u);
+}
+
+TEST(FixedPoolDebug, ReportsUseThePoolsName) {
+  FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
+  pool.set_name("bullets");
+  void* block = pool.allocate();
+  testing::internal::CaptureStderr();
+  pool.destroy();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "poolalloc: FixedPool \"bullets\" (block 32 B): leaked block " + hex(block) +
+                "\npoolalloc: FixedPool \"bullets\" (block 32 B): 1 blocks still allocated at "
+                "destroy()\n");
 }
 
 using FixedPoolDebugDeathTest = ::testing::Test;

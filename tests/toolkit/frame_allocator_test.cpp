@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <sstream>
+#include <string>
 
 namespace {
 
@@ -90,6 +92,75 @@ TEST(DoubleBufferedFrameAllocator, KeepsThePreviousFrameValidForOneMoreFrame) {
   for (int i = 0; i < 64; ++i) ASSERT_EQ(current[i], 0xCD);
   EXPECT_EQ(frames.capacity(), 64u);
   EXPECT_EQ(frames.peak(), 64u);
+}
+
+TEST(FrameAllocator, WorksOverCallerMemoryAndNeverFreesIt) {
+  alignas(16) static std::byte buffer[256];
+  FrameAllocator frame(buffer, sizeof buffer);
+  EXPECT_EQ(frame.capacity(), 256u);
+  EXPECT_EQ(frame.allocate(200, 16), buffer);
+  EXPECT_EQ(frame.allocate(100, 1), nullptr);
+  frame.reset();
+  EXPECT_EQ(frame.allocate(256, 1), buffer);
+}
+
+TEST(FrameAllocator, OverANullBufferHoldsNothing) {
+  FrameAllocator frame(nullptr, 1024);
+  EXPECT_EQ(frame.capacity(), 0u);
+  EXPECT_EQ(frame.allocate(1, 1), nullptr);
+}
+
+struct Vec3 {
+  Vec3(float x, float y, float z) : x(x), y(y), z(z) {}
+  float x, y, z;
+};
+
+struct alignas(32) Wide {
+  int lanes[8];
+};
+
+TEST(FrameAllocator, NewObjectConstructsInPlaceWithTheTypesAlignment) {
+  FrameAllocator frame(1024);
+  (void)frame.allocate(1, 1);
+  Vec3* v = frame.new_object<Vec3>(1.0f, 2.0f, 3.0f);
+  ASSERT_NE(v, nullptr);
+  EXPECT_TRUE(aligned(v, alignof(Vec3)));
+  EXPECT_EQ(v->y, 2.0f);
+  Wide* w = frame.new_object<Wide>();
+  EXPECT_TRUE(aligned(w, 32));
+}
+
+TEST(FrameAllocator, NewArrayDefaultConstructsNElementsOrReturnsNullptr) {
+  FrameAllocator frame(256);
+  Wide* lanes = frame.new_array<Wide>(4);
+  ASSERT_NE(lanes, nullptr);
+  EXPECT_TRUE(aligned(lanes, 32));
+  std::string* names = frame.new_array<std::string>(0);
+  EXPECT_NE(names, nullptr);
+  EXPECT_EQ(frame.new_array<Wide>(5), nullptr);             // 128 B used, 160 asked
+  EXPECT_EQ(frame.new_array<Wide>(SIZE_MAX / 8), nullptr);  // n * sizeof(T) overflows
+  EXPECT_EQ(frame.new_object<Wide>(), lanes + 4);
+}
+
+TEST(FrameAllocator, PrintsItsStateInOneLine) {
+  FrameAllocator frame(1024);
+  frame.set_name("scratch");
+  (void)frame.allocate(300, 1);
+  frame.reset();
+  (void)frame.allocate(100, 1);
+  std::ostringstream out;
+  out << frame;
+  EXPECT_EQ(out.str(), "FrameAllocator \"scratch\": 100 of 1024 B used, peak 300 B");
+}
+
+TEST(DoubleBufferedFrameAllocator, ConstructsObjectsInTheCurrentFrame) {
+  DoubleBufferedFrameAllocator frames(64);
+  int* a = frames.new_object<int>(1);
+  frames.swap_buffers();
+  int* b = frames.new_array<int>(16);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(*a, 1);
+  EXPECT_EQ(frames.new_array<int>(1), nullptr);
 }
 
 }  // namespace

@@ -2,12 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "address_text.hpp"
@@ -16,11 +21,14 @@ namespace {
 
 using poolalloc::DebugChecks;
 using poolalloc::Growth;
+using poolalloc::Handle;
 using poolalloc::Pool;
 
 struct Counted {
   static inline int alive = 0;
   explicit Counted(int v) : value(v) { ++alive; }
+  Counted(const Counted& other) : value(other.value) { ++alive; }
+  Counted& operator=(const Counted&) = default;
   ~Counted() { --alive; }
   int value;
 };
@@ -147,18 +155,202 @@ TEST(Pool, AlignsOverAlignedTypes) {
   for (auto* p : live) pool.despawn(p);
 }
 
-TEST(Pool, ReportsLiveObjectsWhenDestroyedWithDebugChecks) {
+TEST(Pool, SpawnFillsTheLowestFreeSlotWhateverTheDespawnOrder) {
+  Pool<Counted> pool(200);
+  std::vector<Counted*> live;
+  for (int i = 0; i < 200; ++i) live.push_back(pool.spawn(i));
+  for (int i = 1; i < 200; ++i) ASSERT_EQ(live[i], live[0] + i);  // address order
+  std::vector<int> order(200);
+  for (int i = 0; i < 200; ++i) order[i] = i;
+  const unsigned seed = 42;
+  std::printf("despawn order seed %u\n", seed);
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  for (int i : order) {
+    if (i % 3 != 0) pool.despawn(live[i]);
+  }
+  for (int i = 0; i < 200; ++i) {
+    if (i % 3 == 0) continue;
+    EXPECT_EQ(pool.spawn(-i), live[i]) << "slot " << i;
+  }
+  pool.for_each([&](Counted& c) { pool.despawn(&c); });
+}
+
+TEST(Pool, ForEachVisitsLiveObjectsInAddressOrder) {
+  Pool<Counted> pool(130);
+  std::vector<Counted*> live;
+  for (int i = 0; i < 130; ++i) live.push_back(pool.spawn(i));
+  for (int i = 0; i < 130; i += 2) pool.despawn(live[i]);
+  std::vector<int> seen;
+  pool.for_each([&](Counted& c) { seen.push_back(c.value); });
+  std::vector<int> odd;
+  for (int i = 1; i < 130; i += 2) odd.push_back(i);
+  EXPECT_EQ(seen, odd);
+  const Pool<Counted>& view = pool;
+  int sum = 0;
+  view.for_each([&](const Counted& c) { sum += c.value; });
+  EXPECT_EQ(sum, 65 * 65);
+  pool.for_each([&](Counted& c) { pool.despawn(&c); });  // despawning during the walk is allowed
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_EQ(Counted::alive, 0);
+}
+
+TEST(Pool, ForEachWalksEveryChunkOfAGrownPool) {
+  Pool<Counted> pool(3, Growth::growable);
+  for (int i = 0; i < 20; ++i) ASSERT_NE(pool.spawn(i), nullptr);
+  EXPECT_EQ(pool.chunk_count(), 4u);  // 3, 3, 6, 12
+  std::vector<int> seen;
+  pool.for_each([&](Counted& c) { seen.push_back(c.value); });
+  ASSERT_EQ(seen.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(seen[i], i);
+}
+
+TEST(Pool, AHandleFindsItsObjectUntilItIsDespawned) {
+  Pool<Counted> pool(4);
+  Counted* orc = pool.spawn(1);
+  const Handle<Counted> handle = pool.handle_of(orc);
+  EXPECT_EQ(pool.get(handle), orc);
+  EXPECT_EQ(std::as_const(pool).get(handle), orc);
+  EXPECT_EQ(pool.handle_of(orc), handle);
+  pool.despawn(orc);
+  EXPECT_EQ(pool.get(handle), nullptr);
+}
+
+TEST(Pool, AStaleHandleFindsNothingAfterItsSlotIsReused) {
+  Pool<Counted> pool(1);
+  const Handle<Counted> old = pool.handle_of(pool.spawn(1));
+  pool.despawn(old);
+  Counted* newcomer = pool.spawn(2);
+  ASSERT_EQ(pool.handle_of(newcomer).id(), old.id());  // the same slot
+  EXPECT_EQ(pool.get(old), nullptr);
+  EXPECT_NE(pool.handle_of(newcomer), old);
+  pool.despawn(newcomer);
+}
+
+TEST(Pool, ADefaultHandleRefersToNothing) {
+  Pool<Counted> pool(2);
+  Counted* object = pool.spawn(1);
+  static_assert(std::is_trivially_copyable_v<Handle<Counted>>);
+  static_assert(sizeof(Handle<Counted>) == 8);
+  EXPECT_EQ(pool.get(Handle<Counted>()), nullptr);
+  EXPECT_EQ(pool.handle_of(nullptr), Handle<Counted>());
+  EXPECT_NE(pool.handle_of(object), Handle<Counted>());
+  pool.despawn(object);
+}
+
+TEST(Pool, AHandleOfAnotherPoolFindsNothing) {
+  Pool<Counted> first(4);
+  Pool<Counted> second(4);
+  Counted* a = first.spawn(1);
+  Counted* b = second.spawn(2);
+  EXPECT_EQ(second.get(first.handle_of(a)), nullptr);
+  EXPECT_EQ(first.get(second.handle_of(b)), nullptr);
+  first.despawn(a);
+  second.despawn(b);
+}
+
+TEST(Pool, DespawnThroughAHandleDestroysTheObject) {
+  Pool<Counted> pool(2);
+  const Handle<Counted> handle = pool.handle_of(pool.spawn(7));
+  pool.despawn(handle);
+  EXPECT_EQ(Counted::alive, 0);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST(Pool, CompactMovesLiveObjectsIntoTheLowestSlotsAndKeepsHandles) {
+  Pool<Counted> pool(10);
+  std::vector<Counted*> live;
+  std::vector<Handle<Counted>> handles;
+  for (int i = 0; i < 10; ++i) {
+    live.push_back(pool.spawn(i));
+    handles.push_back(pool.handle_of(live.back()));
+  }
+  for (int i : {0, 2, 3, 5}) pool.despawn(live[i]);
+  EXPECT_EQ(pool.compact(), 4u);  // 9, 8, 7, 6 fill slots 0, 2, 3, 5
+  std::vector<int> order;
+  pool.for_each([&](Counted& c) { order.push_back(c.value); });
+  EXPECT_EQ(order, (std::vector<int>{9, 1, 8, 7, 4, 6}));
+  for (int i : {1, 4, 6, 7, 8, 9}) {
+    ASSERT_NE(pool.get(handles[i]), nullptr);
+    EXPECT_EQ(pool.get(handles[i])->value, i);
+  }
+  EXPECT_EQ(pool.get(handles[9]), live[0]);  // raw pointers to moved objects are stale
+  for (int i : {0, 2, 3, 5}) EXPECT_EQ(pool.get(handles[i]), nullptr);
+  EXPECT_EQ(Counted::alive, 6);
+  EXPECT_EQ(pool.compact(), 0u);
+  pool.for_each([&](Counted& c) { pool.despawn(&c); });
+}
+
+TEST(Pool, CompactTellsTheCallbackWhereEachObjectWent) {
+  Pool<Counted> pool(4);
+  Counted* a = pool.spawn(1);
+  Counted* b = pool.spawn(2);
+  Counted* c = pool.spawn(3);
+  pool.despawn(a);
+  pool.despawn(b);
+  std::vector<std::pair<Counted*, Counted*>> moves;
+  EXPECT_EQ(pool.compact([&](Counted* from, Counted* to) { moves.emplace_back(from, to); }), 1u);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].first, c);
+  EXPECT_EQ(moves[0].second, a);
+  EXPECT_EQ(a->value, 3);
+  pool.despawn(a);
+}
+
+TEST(Pool, AHandleSeesNoNewcomerInTheSlotCompactionEmptied) {
+  Pool<Counted> pool(2);
+  Counted* first = pool.spawn(1);
+  const Handle<Counted> moved = pool.handle_of(pool.spawn(2));
+  pool.despawn(first);
+  ASSERT_EQ(pool.compact(), 1u);
+  Counted* newcomer = pool.spawn(3);  // into the slot the moved object left
+  EXPECT_EQ(pool.get(moved)->value, 2);
+  EXPECT_NE(pool.handle_of(newcomer), moved);
+  pool.for_each([&](Counted& c) { pool.despawn(&c); });
+}
+
+TEST(Pool, DestroyingThePoolDestroysTheLiveObjects) {
+  {
+    Pool<Counted> pool(8, Growth::growable);
+    for (int i = 0; i < 20; ++i) (void)pool.spawn(i);
+    EXPECT_EQ(Counted::alive, 20);
+  }
+  EXPECT_EQ(Counted::alive, 0);
+}
+
+TEST(Pool, ReportsLiveObjectsWithTheirAddressesWhenDestroyedWithDebugChecks) {
   testing::internal::CaptureStderr();
   const void* leaked = nullptr;
   {
     Pool<Counted> pool(4, Growth::fixed, DebugChecks::on);
+    pool.set_name("orcs");
     leaked = pool.spawn(1);
     pool.despawn(pool.spawn(2));
   }
   const std::string report = testing::internal::GetCapturedStderr();
-  EXPECT_NE(report.find("leaked block " + hex(leaked)), std::string::npos) << report;
-  EXPECT_NE(report.find("1 blocks still allocated at destroy()"), std::string::npos) << report;
-  Counted::alive = 0;
+  EXPECT_EQ(report, "poolalloc: Pool \"orcs\" (object 4 B): live object " + hex(leaked) +
+                        " destroyed with the pool\n"
+                        "poolalloc: Pool \"orcs\" (object 4 B): 1 objects still alive when the "
+                        "pool was destroyed\n");
+  EXPECT_EQ(Counted::alive, 0);
+}
+
+TEST(Pool, DebugChecksKeepTheCapacity) {
+  Pool<Counted> checked(100, Growth::fixed, DebugChecks::on);
+  Pool<Counted> unchecked(100, Growth::fixed, DebugChecks::off);
+  EXPECT_EQ(checked.capacity(), unchecked.capacity());
+}
+
+TEST(Pool, PrintsItsStateInOneLine) {
+  Pool<Counted> pool(64);
+  pool.set_name("particles");
+  Counted* a = pool.spawn(1);
+  pool.despawn(pool.spawn(2));
+  std::ostringstream out;
+  out << pool;
+  EXPECT_EQ(out.str(),
+            "Pool \"particles\" (object 4 B): 1 live, 63 free of 64, peak 2, 1 chunk, "
+            "debug checks off");
+  pool.despawn(a);
 }
 
 using PoolDeathTest = ::testing::Test;
@@ -167,20 +359,62 @@ TEST_F(PoolDeathTest, DespawnOfAForeignObjectAbortsBeforeItsDestructorRuns) {
   Pool<LoudOnDestruction> pool(4);
   LoudOnDestruction outsider;
   EXPECT_DEATH(pool.despawn(&outsider),
-               "^poolalloc: FixedPool 0x[0-9a-f]+ \\(block 4 B\\): "
-               "deallocate of " +
+               "^poolalloc: Pool 0x[0-9a-f]+ \\(object 4 B\\): "
+               "despawn of " +
                    hex(&outsider) + " outside the pool");
 }
 
 TEST_F(PoolDeathTest, DoubleDespawnAbortsBeforeTheDestructorRunsTwice) {
-  Pool<LoudOnDestruction> pool(4, Growth::fixed, DebugChecks::on);
+  Pool<LoudOnDestruction> pool(4);
   LoudOnDestruction* object = pool.spawn();
   testing::internal::CaptureStderr();
   pool.despawn(object);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "destructor ran\n");
-  EXPECT_DEATH(pool.despawn(object),
-               "^poolalloc: FixedPool 0x[0-9a-f]+ \\(block 4 B\\): deallocate of " + hex(object) +
-                   ", which is already free");
+  EXPECT_DEATH(pool.despawn(object), "^poolalloc: Pool 0x[0-9a-f]+ \\(object 4 B\\): despawn of " +
+                                         hex(object) + ", which is not alive");
+}
+
+TEST_F(PoolDeathTest, DespawnOfAnInteriorPointerAborts) {
+  Pool<CacheLine> pool(4);
+  CacheLine* object = pool.spawn();
+  auto* inside = reinterpret_cast<CacheLine*>(object->bytes + 8);
+  EXPECT_DEATH(pool.despawn(inside), "despawn of " + hex(inside) + " not at the start of a slot");
+  pool.despawn(object);
+}
+
+TEST_F(PoolDeathTest, DespawnOfAStaleHandleAborts) {
+  Pool<Counted> pool(4);
+  const Handle<Counted> handle = pool.handle_of(pool.spawn(1));
+  pool.despawn(handle);
+  EXPECT_DEATH(pool.despawn(handle),
+               "despawn of handle \\(id 0, generation [0-9]+\\), which refers to no live object");
+}
+
+TEST_F(PoolDeathTest, DespawnOfAHandleOfAnotherPoolAborts) {
+  Pool<Counted> first(4);
+  Pool<Counted> second(4);
+  first.set_name("first");
+  const Handle<Counted> foreign = second.handle_of(second.spawn(1));
+  EXPECT_DEATH(first.despawn(foreign),
+               "^poolalloc: Pool \"first\" \\(object 4 B\\): despawn of "
+               "handle .*, which refers to no live object of this pool");
+}
+
+TEST_F(PoolDeathTest, HandleOfAnObjectOfAnotherPoolAborts) {
+  Pool<Counted> first(4);
+  Pool<Counted> second(4);
+  Counted* foreign = second.spawn(1);
+  EXPECT_DEATH((void)first.handle_of(foreign),
+               "handle_of of " + hex(foreign) + " outside the pool");
+}
+
+TEST_F(PoolDeathTest, AWriteAfterDespawnIsFoundOnTheNextSpawnWithDebugChecks) {
+  Pool<Counted> pool(1, Growth::fixed, DebugChecks::on);
+  Counted* object = pool.spawn(1);
+  pool.despawn(object);
+  reinterpret_cast<unsigned char*>(object)[2] = 0;
+  EXPECT_DEATH((void)pool.spawn(2),
+               "spawn of " + hex(object) + ": the slot was written after its object was despawned");
 }
 
 }  // namespace

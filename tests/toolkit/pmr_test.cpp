@@ -7,6 +7,7 @@
 #include <map>
 #include <memory_resource>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,49 @@ TEST(StlAllocator, RejectsCountsWhoseSizeOverflows) {
   EXPECT_THROW((void)allocator.allocate(SIZE_MAX / 4), std::bad_array_new_length);
   EXPECT_THROW((void)allocator.allocate(9), std::bad_alloc);
   EXPECT_NE(allocator.allocate(8), nullptr);
+}
+
+TEST(PoolResource, ReleaseGivesBackEveryBlockPooledAndUpstream) {
+  CountingResource upstream;
+  PoolResource pool(64, 4, &upstream);
+  (void)pool.allocate(16, 8);
+  (void)pool.allocate(1000, 8);
+  (void)pool.allocate(2000, 8);
+  EXPECT_EQ((upstream.allocations - upstream.deallocations), 2);
+  pool.release();
+  EXPECT_EQ((upstream.allocations - upstream.deallocations), 0);
+  EXPECT_EQ(pool.used(), 0u);
+  void* again = pool.allocate(16, 8);  // usable again
+  pool.deallocate(again, 16, 8);
+}
+
+TEST(PoolResource, DestructionGivesBackWhatWasNeverDeallocated) {
+  CountingResource upstream;
+  {
+    PoolResource pool(64, 4, &upstream);
+    (void)pool.allocate(1000, 8);
+    void* kept = pool.allocate(3000, 8);
+    void* freed = pool.allocate(2000, 8);
+    pool.deallocate(freed, 2000, 8);
+    EXPECT_EQ((upstream.allocations - upstream.deallocations), 2);
+    (void)kept;
+  }
+  EXPECT_EQ((upstream.allocations - upstream.deallocations), 0);
+}
+
+TEST(PoolResource, PrintsItselfAndEachPoolInUse) {
+  PoolResource pool(64, 4);
+  pool.set_name("ui");
+  void* a = pool.allocate(16, 8);
+  void* b = pool.allocate(100, 8);
+  std::ostringstream out;
+  out << pool;
+  EXPECT_EQ(out.str(),
+            "PoolResource \"ui\": 116 B used, 1 blocks upstream\n"
+            "  FixedPool \"ui\" (block 16 B): 1 used, 3 free of 4, peak 1, 1 chunk, "
+            "debug checks off");
+  pool.deallocate(a, 16, 8);
+  pool.deallocate(b, 100, 8);
 }
 
 }  // namespace

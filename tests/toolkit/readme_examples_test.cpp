@@ -1,14 +1,10 @@
 // The examples of the README's "The game toolkit" section, verbatim, so that they keep compiling.
-#include <poolalloc/fixed_pool.hpp>
-#include <poolalloc/frame_allocator.hpp>
-#include <poolalloc/object_pool.hpp>
-#include <poolalloc/pmr.hpp>
-#include <poolalloc/stack_allocator.hpp>
-#include <poolalloc/tracking.hpp>
+#include <poolalloc/toolkit.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <iostream>
 #include <memory_resource>
 #include <string>
 #include <vector>
@@ -39,6 +35,39 @@ TEST(ReadmeExamples, ObjectPool) {
   EXPECT_EQ(bullets.size(), 1u);
 }
 
+TEST(ReadmeExamples, FixedPoolShrinkNamesPrinting) {
+  poolalloc::FixedPool bullets(64, 256, 16, poolalloc::Growth::growable);
+  bullets.set_name("bullets");  // reports and printing use the name
+  std::vector<void*> wave;
+  for (int i = 0; i < 1000; ++i) wave.push_back(bullets.allocate());  // grows to 1024 blocks
+  for (void* block : wave) bullets.deallocate(block);
+  std::size_t released = bullets.shrink();  // gives back the empty chunks after the first
+  std::cout << bullets << "\n";
+  // FixedPool "bullets" (block 64 B): 0 used, 256 free of 256, peak 1000, 1 chunk, debug checks off
+  EXPECT_EQ(released, 768u * 64);
+}
+
+struct Enemy {
+  float x = 0, y = 0;
+  int health = 100;
+};
+
+TEST(ReadmeExamples, PoolHandlesWalkCompact) {
+  poolalloc::Pool<Enemy> enemies(1024);
+  Enemy* boss = enemies.spawn();
+  poolalloc::Handle<Enemy> target = enemies.handle_of(boss);  // 8 bytes, trivially copyable
+
+  enemies.for_each([](Enemy& e) { e.x += 1.0f; });      // live objects, in address order
+  if (Enemy* e = enemies.get(target)) e->health -= 10;  // nullptr once it was despawned
+
+  enemies.despawn(target);            // or enemies.despawn(boss)
+  Enemy* gone = enemies.get(target);  // nullptr, even after the slot is reused
+
+  std::size_t moved = enemies.compact();  // live objects into the lowest slots; handles stay valid
+  EXPECT_EQ(gone, nullptr);
+  EXPECT_EQ(moved, 0u);
+}
+
 TEST(ReadmeExamples, FrameAllocator) {
   poolalloc::FrameAllocator frame(1 << 20);
   for (int f = 0; f < 3; ++f) {
@@ -55,6 +84,20 @@ TEST(ReadmeExamples, DoubleBufferedFrameAllocator) {
   *last_frame = 7;
   frames.swap_buffers();  // next frame: last_frame stays valid for this one frame more
   EXPECT_EQ(*last_frame, 7);
+}
+
+TEST(ReadmeExamples, TypedAllocationOverCallerMemory) {
+  struct Vec3 {
+    Vec3(float x, float y, float z) : x(x), y(y), z(z) {}
+    Vec3() = default;
+    float x, y, z;
+  };
+  alignas(16) static std::byte scratch[64 * 1024];
+  poolalloc::FrameAllocator frame(scratch, sizeof scratch);  // never frees `scratch`
+  Vec3* origin = frame.new_object<Vec3>(0.0f, 0.0f, 0.0f);   // nullptr when full
+  Vec3* path = frame.new_array<Vec3>(256);                   // aligned for Vec3
+  EXPECT_NE(origin, nullptr);
+  EXPECT_NE(path, nullptr);
 }
 
 TEST(ReadmeExamples, StackAllocator) {
@@ -103,6 +146,27 @@ TEST(ReadmeExamples, Tracking) {
   std::size_t frame_peak = tracked.end_frame();  // log it, then start the next frame
   frame.reset();
   EXPECT_GE(frame_peak, 1000u);
+}
+
+TEST(ReadmeExamples, Budgets) {
+  poolalloc::Pool<Bullet> bullets(4096);
+  poolalloc::Tracked bullet_budget(bullets, 64 * 1024);
+  bullet_budget.set_name("bullets");
+  Bullet* b = bullet_budget.spawn(0.0f, 0.0f);
+  bullet_budget.despawn(b);
+
+  poolalloc::print_budgets(std::cout);  // every live Tracked arena, e.g. in a debug overlay
+  // arena                           used        peak      budget  over
+  // bullets                            0           8       65536     0
+  EXPECT_EQ(bullet_budget.peak(), sizeof(Bullet));
+}
+
+TEST(ReadmeExamples, Synchronized) {
+  poolalloc::Synchronized<poolalloc::Pool<Bullet>> shared(1024);  // Pool<Bullet>(1024) + a mutex
+  Bullet* b = shared.spawn(1.0f, 2.0f);                           // from any thread
+  shared.despawn(b);
+  std::size_t live = shared.with_lock([](auto& pool) { return pool.size(); });
+  EXPECT_EQ(live, 0u);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <sstream>
 
 namespace {
 
@@ -76,6 +77,35 @@ TEST_F(StackAllocatorDeathTest, AMarkerAboveTheTopIsRejected) {
       stack.free_to_marker(stale),
       "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(0 of 1024 B used\\): free_to_marker\\(64\\) "
       "is above the top; that memory was already given back");
+}
+
+TEST(StackAllocator, WorksOverCallerMemory) {
+  alignas(16) static std::byte buffer[128];
+  StackAllocator stack(buffer, sizeof buffer);
+  const auto start = stack.marker();
+  EXPECT_EQ(stack.new_array<std::uint64_t>(16), reinterpret_cast<std::uint64_t*>(buffer));
+  EXPECT_EQ(stack.new_object<char>('x'), nullptr);
+  stack.free_to_marker(start);
+  EXPECT_EQ(*stack.new_object<char>('x'), 'x');
+}
+
+TEST(StackAllocator, PrintsItsStateInOneLine) {
+  StackAllocator stack(1024);
+  stack.set_name("level");
+  (void)stack.allocate(64, 1);
+  std::ostringstream out;
+  out << stack;
+  EXPECT_EQ(out.str(), "StackAllocator \"level\": 64 of 1024 B used, peak 64 B");
+}
+
+TEST_F(StackAllocatorDeathTest, AReportNamesTheStack) {
+  StackAllocator stack(1024);
+  stack.set_name("level");
+  const auto marker = stack.marker();
+  (void)stack.allocate(64, 1);
+  const auto above = stack.marker();
+  stack.free_to_marker(marker);
+  EXPECT_DEATH(stack.free_to_marker(above), "^poolalloc: StackAllocator \"level\" \\(0 of 1024");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <poolalloc/frame_allocator.hpp>
 #include <poolalloc/object_pool.hpp>
 #include <poolalloc/pmr.hpp>
+#include <poolalloc/synchronized.hpp>
 
 #include <gtest/gtest.h>
 
@@ -55,6 +56,33 @@ TEST(OnePerThread, FramesAndPoolResourcesInParallelThreads) {
     }
   });
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(sums[t], 100u * (4950u + 100u * t));
+}
+
+TEST(Synchronized, LetsThreadsShareOnePool) {
+  poolalloc::Synchronized<poolalloc::Pool<int>> shared(kThreads * 1000);
+  on_threads([&](int thread) {
+    std::vector<int*> mine;
+    for (int i = 0; i < 1000; ++i) mine.push_back(shared.spawn(thread * 1000 + i));
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(*mine[i], thread * 1000 + i);
+    for (int i = 0; i < 1000; i += 2) shared.despawn(mine[i]);
+  });
+  EXPECT_EQ(shared.with_lock([](const poolalloc::Pool<int>& pool) { return pool.size(); }),
+            std::size_t{kThreads * 500});
+}
+
+TEST(Synchronized, ForwardsAllocateAndDeallocate) {
+  poolalloc::Synchronized<poolalloc::FixedPool> shared(64, 4 * kThreads);
+  on_threads([&](int) {
+    for (int i = 0; i < 1000; ++i) {
+      void* a = shared.allocate();
+      void* b = shared.allocate();
+      ASSERT_NE(a, nullptr);
+      ASSERT_NE(b, a);
+      shared.deallocate(a);
+      shared.deallocate(b);
+    }
+  });
+  EXPECT_EQ(shared.with_lock([](poolalloc::FixedPool& pool) { return pool.used_count(); }), 0u);
 }
 
 }  // namespace

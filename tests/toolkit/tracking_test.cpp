@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -90,6 +92,53 @@ TEST(Tracked, WrapsStacksAndResourcesAndServesContainers) {
   }
   EXPECT_EQ(tracked.used(), 0u);
   EXPECT_GE(tracked.peak(), 10 * sizeof(int));
+}
+
+TEST(Tracked, ForwardsDespawnAndSeesItsBytesGoBack) {
+  Pool<std::uint64_t> pool(4);
+  Tracked tracked(pool, 64);
+  std::uint64_t* value = tracked.spawn(std::uint64_t{7});
+  EXPECT_EQ(tracked.used(), 8u);
+  tracked.despawn(value);
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_EQ(tracked.used(), 0u);
+  const auto handle = pool.handle_of(tracked.spawn(std::uint64_t{8}));
+  tracked.despawn(handle);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.end_frame(), 8u);
+}
+
+TEST(Tracked, CountsEachRiseAboveTheBudget) {
+  FrameAllocator frame(1024);
+  Tracked tracked(frame, 100);
+  (void)tracked.allocate(150, 1);
+  (void)tracked.allocate(10, 1);  // still over: not a new rise
+  frame.reset();
+  (void)tracked.end_frame();
+  (void)tracked.allocate(101, 1);
+  EXPECT_EQ(tracked.over_budget_count(), 2u);
+}
+
+TEST(PrintBudgets, ListsEveryLiveTrackedArenaWithItsFigures) {
+  FrameAllocator frame(1024);
+  FixedPool blocks(64, 8);
+  std::ostringstream out;
+  {
+    Tracked tracked_frame(frame, 100);
+    tracked_frame.set_name("render scratch");
+    Tracked tracked_blocks(blocks, 1024);
+    (void)tracked_frame.allocate(150, 1);
+    frame.reset();
+    (void)tracked_frame.allocate(40, 1);
+    poolalloc::print_budgets(out);
+  }
+  EXPECT_EQ(out.str(),
+            "arena                           used        peak      budget  over\n"
+            "render scratch                    40         150         100     1\n"
+            "(unnamed)                          0           0        1024     0\n");
+  std::ostringstream after;
+  poolalloc::print_budgets(after);  // the trackers are gone, and so are their rows
+  EXPECT_EQ(after.str(), "arena                           used        peak      budget  over\n");
 }
 
 }  // namespace

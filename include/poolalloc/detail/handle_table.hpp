@@ -1,0 +1,66 @@
+// The ids and generations behind Pool<T>'s handles. A handle names an id, not a slot, so that
+// compaction can move an object without invalidating its handles: each slot holds one id (a
+// permutation of 0 .. slots-1, the identity until something moves) and the generation of that
+// id, which changes at every spawn into the slot. A handle is valid while its id's slot is live
+// and the generations agree.
+//
+// Every table starts its generations at a seed of its own, so that a handle from another pool
+// matches no generation here (unless one slot saw a billion spawns more than the other).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace poolalloc::detail {
+
+class HandleTable {
+ public:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+
+  struct Key {
+    std::uint32_t id = kNone;
+    std::uint32_t generation = 0;
+  };
+
+  HandleTable() : seed_(next_seed_.fetch_add(0x9E3779B9u, std::memory_order_relaxed)) {}
+
+  // Slots [size(), size() + count) join, each holding the id of the same number.
+  void add_slots(std::uint32_t count) {
+    const auto first = static_cast<std::uint32_t>(by_slot_.size());
+    for (std::uint32_t slot = first; slot < first + count; ++slot) {
+      by_slot_.push_back({slot, seed_});
+      slot_of_id_.push_back(slot);
+    }
+  }
+
+  // A new object in `slot`: handles taken of the slot's earlier objects stop matching.
+  void spawned(std::uint32_t slot) { ++by_slot_[slot].generation; }
+
+  [[nodiscard]] Key key_of(std::uint32_t slot) const { return by_slot_[slot]; }
+
+  // The slot that `key` names if the generations agree, else kNone. The caller checks that the
+  // slot is live.
+  [[nodiscard]] std::uint32_t slot_of(Key key) const {
+    if (key.id >= slot_of_id_.size()) return kNone;
+    const std::uint32_t slot = slot_of_id_[key.id];
+    return by_slot_[slot].generation == key.generation ? slot : kNone;
+  }
+
+  // The object of slot `from` moved to slot `to`: the two slots trade ids and generations.
+  void moved(std::uint32_t from, std::uint32_t to) {
+    std::swap(by_slot_[from], by_slot_[to]);
+    slot_of_id_[by_slot_[from].id] = from;
+    slot_of_id_[by_slot_[to].id] = to;
+  }
+
+ private:
+  static inline std::atomic<std::uint32_t> next_seed_{0};
+
+  std::vector<Key> by_slot_;
+  std::vector<std::uint32_t> slot_of_id_;
+  std::uint32_t seed_;
+};
+
+}  // namespace poolalloc::detail

@@ -1,0 +1,115 @@
+// Which slots of a Pool<T> are free, one bit per slot (1 = free), with a summary word over every
+// 64 words (bit w set = word w has a free slot). take_lowest_free() so always hands out the
+// lowest free slot: live objects stay packed at the front, in address order, however randomly
+// they were freed.
+//
+// Unlike a free list threaded through the blocks, finding a slot reads no freed block: the bits
+// of 10,000 slots take 1.3 KB and stay in L1, so taking and releasing are a few ALU operations
+// each, with no load that waits on the previous free.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace poolalloc::detail {
+
+class SlotBitmap {
+ public:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+
+  // Slots [size(), size() + count) join as free slots.
+  void add_free_slots(std::uint32_t count) {
+    const std::uint32_t end = size_ + count;
+    words_.resize((std::size_t{end} + 63) / 64);
+    summary_.resize((words_.size() + 63) / 64);
+    for (std::uint32_t slot = size_; slot < end; ++slot) release(slot);
+    size_ = end;
+  }
+
+  // The lowest free slot, now used; kNone when every slot is used. About 10 instructions while
+  // the lowest word with a free slot has more; a summary word is read only when it runs out.
+  [[nodiscard]] std::uint32_t take_lowest_free() {
+    const std::uint32_t slot = lowest_free();
+    if (slot == kNone) return kNone;
+    // Clearing the lowest set bit (not the bit of `slot`) keeps the chain from one take to the
+    // next at a load, one instruction and a store.
+    std::uint64_t& word = words_[first_word_];
+    word &= word - 1;
+    if (word == 0) summary_[first_word_ / 64] &= ~bit(first_word_);
+    return slot;
+  }
+
+  [[nodiscard]] std::uint32_t lowest_free() {
+    if (first_word_ == words_.size() || words_[first_word_] == 0) [[unlikely]] {
+      first_word_ = first_word_with_a_free_slot();
+      if (first_word_ == words_.size()) return kNone;
+    }
+    return first_word_ * 64 + static_cast<std::uint32_t>(std::countr_zero(words_[first_word_]));
+  }
+
+  // Marks a free slot used.
+  void take(std::uint32_t slot) {
+    std::uint64_t& word = words_[slot / 64];
+    word &= ~bit(slot);
+    if (word == 0) summary_[slot / 4096] &= ~bit(slot / 64);
+  }
+
+  // Marks a used slot free. O(1), about 8 instructions.
+  void release(std::uint32_t slot) {
+    words_[slot / 64] |= bit(slot);
+    summary_[slot / 4096] |= bit(slot / 64);
+    if (slot / 64 < first_word_) first_word_ = slot / 64;
+  }
+
+  [[nodiscard]] bool is_free(std::uint32_t slot) const { return words_[slot / 64] & bit(slot); }
+
+  // The highest used slot below `end`, or kNone. O(words scanned).
+  [[nodiscard]] std::uint32_t highest_used_below(std::uint32_t end) const {
+    for (std::uint32_t word = (end + 63) / 64; word-- > 0;) {
+      std::uint64_t used = ~words_[word] & below(end - word * 64);
+      if (used != 0) return word * 64 + 63 - static_cast<std::uint32_t>(std::countl_zero(used));
+    }
+    return kNone;
+  }
+
+  // Calls f(slot) for every used slot, in ascending order. Each word is read before its slots
+  // are visited, so f may release the slot it is given.
+  template <class F>
+  void for_each_used(F&& f) const {
+    for (std::uint32_t word = 0; word < words_.size(); ++word) {
+      for (std::uint64_t used = ~words_[word] & below(size_ - word * 64); used != 0;
+           used &= used - 1) {
+        f(word * 64 + static_cast<std::uint32_t>(std::countr_zero(used)));
+      }
+    }
+  }
+
+  [[nodiscard]] std::uint32_t size() const { return size_; }
+
+ private:
+  static constexpr std::uint64_t bit(std::uint32_t index) {
+    return std::uint64_t{1} << (index % 64);
+  }
+  // The bits of the first `count` slots of a word (all of them from 64 on).
+  static constexpr std::uint64_t below(std::uint32_t count) {
+    return count >= 64 ? ~std::uint64_t{0} : bit(count) - 1;
+  }
+
+  // The lowest word with a free slot, or words_.size(). None lies below first_word_.
+  [[nodiscard]] std::uint32_t first_word_with_a_free_slot() const {
+    for (std::size_t s = first_word_ / 64; s < summary_.size(); ++s) {
+      if (summary_[s] != 0)
+        return static_cast<std::uint32_t>(s * 64 + std::countr_zero(summary_[s]));
+    }
+    return static_cast<std::uint32_t>(words_.size());
+  }
+
+  std::vector<std::uint64_t> words_;
+  std::vector<std::uint64_t> summary_;
+  std::uint32_t size_ = 0;
+  std::uint32_t first_word_ = 0;  // no word below it has a free slot
+};
+
+}  // namespace poolalloc::detail

@@ -1,0 +1,59 @@
+// Synchronized<Arena>: any toolkit allocator behind a mutex, for the rare pool that several
+// threads share. The toolkit's allocators are single-threaded by choice; give each thread its own
+// where that is possible, since every call here takes the lock.
+//
+//   poolalloc::Synchronized<poolalloc::Pool<Bullet>> bullets(1024);  // Pool<Bullet>(1024)
+//   Bullet* b = bullets.spawn(x, y);                                  // from any thread
+//   bullets.with_lock([](auto& pool) { pool.for_each(draw); });
+#pragma once
+
+#include <mutex>
+#include <utility>
+
+namespace poolalloc {
+
+template <class Arena>
+class Synchronized {
+ public:
+  // Constructs the arena from the arena's own constructor arguments.
+  template <class... Args>
+  explicit Synchronized(Args&&... args) : arena_(std::forward<Args>(args)...) {}
+
+  template <class... Args>
+  requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
+  [[nodiscard]] auto* allocate(Args&&... args) {
+    const std::lock_guard lock(mutex_);
+    return arena_.allocate(std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  requires requires(Arena& arena, Args&&... args) { arena.deallocate(std::forward<Args>(args)...); }
+  void deallocate(Args&&... args) {
+    const std::lock_guard lock(mutex_);
+    arena_.deallocate(std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  requires requires(Arena& arena, Args&&... args) { arena.spawn(std::forward<Args>(args)...); }
+  [[nodiscard]] auto* spawn(Args&&... args) {
+    const std::lock_guard lock(mutex_);
+    return arena_.spawn(std::forward<Args>(args)...);
+  }
+  template <class... Args>
+  requires requires(Arena& arena, Args&&... args) { arena.despawn(std::forward<Args>(args)...); }
+  void despawn(Args&&... args) {
+    const std::lock_guard lock(mutex_);
+    arena_.despawn(std::forward<Args>(args)...);
+  }
+
+  // Runs f(arena) under the lock, for anything else the arena offers; returns what f returns.
+  template <class F>
+  decltype(auto) with_lock(F&& f) {
+    const std::lock_guard lock(mutex_);
+    return std::forward<F>(f)(arena_);
+  }
+
+ private:
+  std::mutex mutex_;
+  Arena arena_;
+};
+
+}  // namespace poolalloc
