@@ -13,6 +13,7 @@
 #include "allocator.hpp"
 #include "block_registry.hpp"
 #include "call_sites.hpp"
+#include "deferred_operations.hpp"
 #include "lock.hpp"
 #include "options.hpp"
 #include "poolalloc/detail/message.hpp"
@@ -75,103 +76,73 @@ class Quarantine {
   std::size_t first_ = 0, count_ = 0, bytes_ = 0;
 };
 
-// Guards g_registry and g_quarantine: fourth in the lock order (lock.hpp), never held while
-// calling into the allocator underneath.
+// The debug heap's lock, fourth in the lock order (lock.hpp): it guards g_registry,
+// g_quarantine and g_to_release, and is never held while calling into the allocator underneath.
+//
+// The fork protocol is the core's (lock.hpp, bootstrap.cpp): from the prepare handler to the
+// parent or child handler g_lock is held for fork, and NO thread waits for it (one may hold a
+// libc lock that fork() needs next, or be the forking thread running another library's
+// handler, which may run before our child handler or after our prepare handler). Instead:
+// - an allocation or a free appends itself to g_deferred (deferred_operations.hpp), without a
+//   lock and without a bound, and the next holder of g_lock replays the log in order;
+// - a lookup (realloc, malloc_usable_size, poolalloc_owns) reads the registry and the
+//   quarantine, which stay unchanged while g_lock is held for fork, and then the log.
+// A thread doing either is a "visitor", counted in g_visitors. The ordering argument, as in
+// Dekker's algorithm: a visitor increments g_visitors, then (seq_cst fence) reads g_lock and
+// goes on only if it reads "held for fork", else it takes g_lock in the ordinary way; a holder
+// takes g_lock, which is then not held for fork, then (seq_cst fence) waits until g_visitors is
+// 0. With both fences at least one of them sees the other's write, so no visitor runs while a
+// holder changes the registry or replays and clears the log: every append the holder replays
+// is complete, no reader sees the registry change under it, and none reads a cleared entry.
+// Visitors wait for nothing, so the holder's wait is bounded. The log's order is a valid
+// order: a block's allocation is appended before malloc returns it, so before any free of it
+// (by any thread) can be appended; a deferred free keeps its block out of the allocator, so no
+// address comes back in a new allocation while its free waits in the log.
+// In the child of fork() only the forking thread runs: the parent's other visitors are
+// forgotten (g_visitors = 0), and an operation one of them was appending, not yet published, is
+// skipped by the replay, as if it had not started (its thread never returned the block).
+// Visitors do not make the heap async-signal-safe: a signal handler that allocates while its
+// thread is a visitor would wait for itself, as malloc from a signal handler may in glibc.
 Lock g_lock;
 BlockRegistry g_registry;
 Quarantine g_quarantine;
+DeferredLog g_deferred;
+std::atomic<int> g_visitors{0};
 
-// While g_lock is held for fork(), nothing waits for it (see the fork protocol in
-// bootstrap.cpp): an allocation records its block here instead of in the registry, a free
-// queues itself here, both without a lock, and the next holder of g_lock replays them (records
-// first, then frees). Lookups read the registry, frozen while held for fork, as readers
-// counted in g_fork_readers, whom every holder of g_lock lets finish before changing it.
-struct Deferred {
-  static constexpr std::uintptr_t kEmpty = 0, kClaimed = 1;
-  std::atomic<std::uintptr_t> address{kEmpty};  // published last
-  bool is_free = false;
-  BlockRecord record;                    // of an allocation
-  std::size_t expected_size = SIZE_MAX;  // of a free: a sized delete's size
-  const void* site = nullptr;            // of a free
+// Blocks out of the quarantine, already checked, waiting for g_lock's holder to release them
+// once it has dropped the lock (the release calls into the allocator). Linked through their
+// front guard bytes, checked before they were overwritten: no memory, no bound.
+struct ToRelease {
+  ToRelease* next;
+  std::byte* block;  // the underlying block
 };
-constexpr std::size_t kDeferredCapacity = 4096;
-Deferred g_deferred[kDeferredCapacity];
-std::atomic<std::size_t> g_deferred_count{0};  // published and not replayed
-std::atomic<int> g_fork_readers{0};
+static_assert(sizeof(ToRelease) <= kGuardBytes);
+ToRelease* g_to_release = nullptr;
 
-// False when every slot is taken (thousands of operations inside one fork).
-bool defer(const Deferred& operation) {
-  for (Deferred& slot : g_deferred) {
-    std::uintptr_t expected = Deferred::kEmpty;
-    if (slot.address.load(std::memory_order_relaxed) != Deferred::kEmpty ||
-        !slot.address.compare_exchange_strong(expected, Deferred::kClaimed,
-                                              std::memory_order_acquire))
-      continue;
-    slot.is_free = operation.is_free;
-    slot.record = operation.record;
-    slot.expected_size = operation.expected_size;
-    slot.site = operation.site;
-    g_deferred_count.fetch_add(1, std::memory_order_relaxed);
-    slot.address.store(operation.record.address, std::memory_order_release);
-    return true;
-  }
-  return false;
-}
+void free_locked(const DeferredOperation& operation);
 
-// A deferred allocation's record of `address`, or nullptr.
-const BlockRecord* find_deferred_record(std::uintptr_t address) {
-  if (g_deferred_count.load(std::memory_order_acquire) == 0) return nullptr;
-  for (const Deferred& slot : g_deferred) {
-    if (slot.address.load(std::memory_order_acquire) == address && !slot.is_free)
-      return &slot.record;
-  }
-  return nullptr;
-}
-
-// Runs `read` (read-only use of the registry and the quarantine) and returns true if g_lock is
-// held for fork(); returns false, running nothing, once it is not.
-template <class Read>
-bool read_while_held_for_fork(Read read) {
-  g_fork_readers.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool frozen = g_lock.held_for_fork();
-  if (frozen) read();
-  g_fork_readers.fetch_sub(1, std::memory_order_release);
-  return frozen;
-}
-
-bool free_locked(const Deferred& operation, FreedBlock& to_release);
-
-// Under g_lock: replays what was deferred during a fork, allocations first. A free that the
-// quarantine cannot take stays queued (its block would have to be released under the lock).
+// Under g_lock: replays what was deferred while it was held for fork, in order, then empties
+// the log (no visitor is in flight: see above).
 void replay_deferred() {
-  if (g_deferred_count.load(std::memory_order_acquire) == 0) return;
-  for (const bool frees : {false, true}) {
-    for (Deferred& slot : g_deferred) {
-      const std::uintptr_t address = slot.address.load(std::memory_order_acquire);
-      if (address <= Deferred::kClaimed || slot.is_free != frees) continue;
-      if (frees) {
-        FreedBlock to_release{};
-        if (free_locked(slot, to_release)) {
-          // Not quarantined: undo the removal, and try again on a later replay.
-          g_registry.insert(to_release.record);
-          return;
-        }
-      } else {
-        g_registry.insert(slot.record);
-      }
-      slot.address.store(Deferred::kEmpty, std::memory_order_relaxed);
-      g_deferred_count.fetch_sub(1, std::memory_order_relaxed);
+  if (g_deferred.empty()) return;
+  g_deferred.for_each([](const DeferredOperation& operation) {
+    if (operation.is_free) {
+      free_locked(operation);
+    } else {
+      // Should no memory be had for the registry, the block goes unrecorded: a later free of it
+      // is reported as invalid.
+      static_cast<void>(g_registry.insert(operation.record));
     }
-  }
+  });
+  g_deferred.clear();
 }
 
-// Takes g_lock, unless it is held for fork() (false, without waiting); then lets the readers
-// of the frozen registry finish and replays what was deferred.
+// Takes g_lock, unless it is held for fork() (false, without waiting); then lets the visitors
+// finish and replays what was deferred.
 bool lock_heap_unless_forking() {
   if (!g_lock.lock_unless_forking()) return false;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  while (g_fork_readers.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+  while (g_visitors.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
   replay_deferred();
   return true;
 }
@@ -180,8 +151,46 @@ bool lock_heap_unless_forking() {
 void lock_heap() {
   g_lock.lock();
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  while (g_fork_readers.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
+  while (g_visitors.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
   replay_deferred();
+}
+
+// Drops g_lock, then releases the blocks that left the quarantine meanwhile.
+void unlock_heap() {
+  ToRelease* block = g_to_release;
+  g_to_release = nullptr;
+  g_lock.unlock();
+  while (block != nullptr) {
+    ToRelease* next = block->next;
+    deallocate(block->block);
+    block = next;
+  }
+}
+
+// Runs `visit` as a visitor and returns true if g_lock is held for fork(); returns false,
+// running nothing, once it is not.
+template <class Visit>
+bool visit_while_held_for_fork(const Visit& visit) {
+  g_visitors.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const bool held = g_lock.held_for_fork();
+  if (held) visit();
+  g_visitors.fetch_sub(1, std::memory_order_release);
+  return held;
+}
+
+// Runs `locked` under g_lock or, while g_lock is held for fork(), `visit` as a visitor: never
+// waits for a fork.
+template <class Locked, class Visit>
+void with_heap(const Locked& locked, const Visit& visit) {
+  for (;;) {
+    if (lock_heap_unless_forking()) {
+      locked();
+      unlock_heap();
+      return;
+    }
+    if (visit_while_held_for_fork(visit)) return;
+  }
 }
 
 std::byte* user_bytes(const BlockRecord& record) {
@@ -269,19 +278,25 @@ void check_freed_fill(const FreedBlock& block, const char* when) {
   }
 }
 
-// Called without the lock: a block out of the quarantine belongs to nobody else.
-void release_from_quarantine(const FreedBlock& block) {
+// Under g_lock: a block out of the quarantine is checked, then queued for release once the
+// lock is dropped (unlock_heap), linked through its front guard.
+void release_later(const FreedBlock& block) {
   check_freed_fill(block, "found when the block left the quarantine");
   check_guards(block.record, "found when the block left the quarantine");
-  deallocate(underlying_block(block.record));
+  auto* link = reinterpret_cast<ToRelease*>(front_guard(block.record));
+  *link = ToRelease{g_to_release, underlying_block(block.record)};
+  g_to_release = link;
 }
 
 // A pointer that is not a live block: say what it is, as precisely as the records allow.
-void report_invalid(const char* operation, const void* p, const void* site) {
+// `freed` is the block p was, when the caller knows it was freed (while held for fork).
+void report_invalid(const char* operation, const void* p, const void* site,
+                    const FreedBlock* freed = nullptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   detail::Message message;
   message << "poolalloc-debug: ";
-  if (const FreedBlock* freed = g_quarantine.find(address)) {
+  if (freed == nullptr) freed = g_quarantine.find(address);
+  if (freed != nullptr) {
     message << "double free: " << operation << " of ";
     describe(message, freed->record);
     message << " at ";
@@ -323,16 +338,11 @@ void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fi
   std::memset(user - kGuardBytes, kGuardFill, kGuardBytes);
   std::memset(user, fill, size);
   std::memset(user + size, kGuardFill, kGuardBytes);
-  const BlockRecord record{reinterpret_cast<std::uintptr_t>(user), size, site, front};
+  DeferredOperation operation;
+  operation.record = BlockRecord{reinterpret_cast<std::uintptr_t>(user), size, site, front};
   bool recorded = false;
-  if (lock_heap_unless_forking()) {
-    recorded = g_registry.insert(record);
-    g_lock.unlock();
-  } else {
-    Deferred operation;
-    operation.record = record;
-    recorded = defer(operation);
-  }
+  with_heap([&] { recorded = g_registry.insert(operation.record); },
+            [&] { recorded = g_deferred.append(operation); });
   if (!recorded) {
     deallocate(block);
     errno = ENOMEM;
@@ -341,14 +351,14 @@ void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fi
   return user;
 }
 
-// Under g_lock: the checks of a free, then the block goes to the quarantine; true when it
-// could not, and the caller is to release `to_release` once the lock is dropped.
-bool free_locked(const Deferred& operation, FreedBlock& to_release) {
-  void* p = reinterpret_cast<void*>(operation.address.load(std::memory_order_relaxed));
-  const BlockRecord record = g_registry.remove(reinterpret_cast<std::uintptr_t>(p));
+// Under g_lock: the checks of a free, then the block goes to the quarantine, and the oldest
+// blocks beyond its budget (or this one, if the quarantine has no memory) are released later.
+void free_locked(const DeferredOperation& operation) {
+  void* p = reinterpret_cast<void*>(operation.record.address);
+  const BlockRecord record = g_registry.remove(operation.record.address);
   if (record.address == 0) {
     report_invalid("free", p, operation.site);
-    return false;  // in report mode: leave the memory alone rather than corrupt anything
+    return;  // in report mode: leave the memory alone rather than corrupt anything
   }
   if (operation.expected_size != SIZE_MAX && operation.expected_size != record.size) {
     detail::Message message;
@@ -361,36 +371,24 @@ bool free_locked(const Deferred& operation, FreedBlock& to_release) {
   }
   check_guards(record, "found when the block was freed");
   std::memset(user_bytes(record), kFreedFill, record.size);
-  to_release = FreedBlock{record, operation.site};
-  return !g_quarantine.add(to_release);
+  const FreedBlock freed{record, operation.site};
+  if (!g_quarantine.add(freed)) release_later(freed);
+  FreedBlock oldest{};
+  while (g_quarantine.take_overflow(oldest)) release_later(oldest);
 }
 
-// Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX.
+// Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX. While g_lock
+// is held for fork(), the free waits in the log, its checks made when it is replayed.
 void free_checked(void* p, std::size_t expected_size, const void* site) {
   if (p == nullptr) return;
-  Deferred operation;
+  DeferredOperation operation;
   operation.is_free = true;
   operation.record.address = reinterpret_cast<std::uintptr_t>(p);
-  operation.address.store(operation.record.address, std::memory_order_relaxed);
   operation.expected_size = expected_size;
   operation.site = site;
-  if (!lock_heap_unless_forking()) {
-    // Held for fork(): checked when replayed. With every slot taken, the block is leaked.
-    defer(operation);
-    return;
-  }
-  FreedBlock to_release{};
-  const bool release = free_locked(operation, to_release);
-  g_lock.unlock();
-  if (release) release_from_quarantine(to_release);
-  for (;;) {
-    FreedBlock oldest{};
-    if (!lock_heap_unless_forking()) return;
-    const bool overflow = g_quarantine.take_overflow(oldest);
-    g_lock.unlock();
-    if (!overflow) return;
-    release_from_quarantine(oldest);
-  }
+  // Should no memory be had for the log, the block is leaked, unchecked.
+  with_heap([&] { free_locked(operation); },
+            [&] { static_cast<void>(g_deferred.append(operation)); });
 }
 
 // At exit: the guards of every live block and the fill of every quarantined one, then the
@@ -401,9 +399,9 @@ __attribute__((destructor)) void on_exit() {
   check_at_exit();
 }
 
-// fork() must not leave the lock held by a thread that does not exist in the child. The
-// protocol is the core's (bootstrap.cpp): held for fork, g_lock makes nobody wait. These
-// handlers skip a single-threaded process, as the core's do.
+// fork() must not leave g_lock held by a thread that does not exist in the child: the prepare
+// handler holds it for fork (the protocol above). These handlers skip a single-threaded
+// process, as the core's do.
 bool g_locked_for_fork = false;
 void lock_for_fork() {
   if (__libc_single_threaded) return;
@@ -416,14 +414,9 @@ void unlock_in_parent() {
   g_lock.unlock_after_fork(false);
 }
 void unlock_in_child() {
-  // The threads that were reading the frozen registry, or deferring an operation, do not exist
-  // here: forget their reads and their claimed slots.
+  // The parent's other threads, visitors or not, do not exist here.
   g_locked_for_fork = false;
-  g_fork_readers.store(0, std::memory_order_relaxed);
-  for (Deferred& slot : g_deferred) {
-    if (slot.address.load(std::memory_order_relaxed) == Deferred::kClaimed)
-      slot.address.store(Deferred::kEmpty, std::memory_order_relaxed);
-  }
+  g_visitors.store(0, std::memory_order_relaxed);
   g_lock.unlock_after_fork(true);
 }
 __attribute__((constructor)) void on_load() {
@@ -478,7 +471,7 @@ void check_at_exit() {
   g_registry.for_each([](const BlockRecord& record) { check_guards(record, "found at exit"); });
   g_quarantine.for_each([](const FreedBlock& block) { check_freed_fill(block, "found at exit"); });
   if (g_options.leak_report) report_leaks();
-  g_lock.unlock();
+  unlock_heap();
 }
 
 }  // namespace
@@ -495,29 +488,36 @@ void* DebugHeap::aligned(std::size_t alignment, std::size_t size, const void* si
   return allocate_checked(alignment, size, kFreshFill, site);
 }
 
-// Runs `look_up` over the registry and the deferred records: under the lock, or, while the
-// lock is held for fork(), as a reader of the frozen registry, never waiting for the fork.
-template <class LookUp>
-void read_registry(const LookUp& look_up) {
-  while (!lock_heap_unless_forking()) {
-    if (read_while_held_for_fork(look_up)) return;
-  }
-  look_up();
-  g_lock.unlock();
+// What the records say of `address`: its live record (true), or false and, if it was freed
+// while g_lock was held for fork, `freed`. Under g_lock (the log is then empty) or as a visitor.
+bool look_up(std::uintptr_t address, BlockRecord& record, FreedBlock& freed) {
+  const BlockRecord* live = g_registry.find(address);
+  bool found = live != nullptr;
+  if (found) record = *live;
+  freed = FreedBlock{};
+  g_deferred.for_each([&](const DeferredOperation& operation) {
+    if (operation.record.address != address) return;
+    if (!operation.is_free) {
+      record = operation.record;
+      found = true;
+    } else if (found) {  // the first free of a live block; a later one is a double free
+      freed = FreedBlock{record, operation.site};
+      found = false;
+    }
+  });
+  return found;
 }
 
 // The live block p: its record, or false after reporting an invalid `operation`.
 bool find_live(void* p, const char* operation, const void* site, BlockRecord& record) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   bool found = false;
-  const auto look_up = [&] {
-    const BlockRecord* live = g_registry.find(address);
-    if (live == nullptr) live = find_deferred_record(address);
-    if (live != nullptr) record = *live;
-    found = live != nullptr;
-    if (!found) report_invalid(operation, p, site);
+  const auto find = [&] {
+    FreedBlock freed{};
+    found = look_up(address, record, freed);
+    if (!found) report_invalid(operation, p, site, freed.record.address != 0 ? &freed : nullptr);
   };
-  read_registry(look_up);
+  with_heap(find, find);
   return found;
 }
 
@@ -554,16 +554,18 @@ bool DebugHeap::owns(const void* p) {
   if (p == nullptr) return false;
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   bool owned = false;
-  read_registry([&] {
-    const BlockRecord* live = g_registry.find(address);
-    if (live == nullptr) live = find_deferred_record(address);
-    if (live != nullptr) {
-      owned = region_owns(underlying_block(*live));
-      return;
+  const auto find = [&] {
+    BlockRecord record;
+    FreedBlock freed{};
+    if (look_up(address, record, freed)) {
+      owned = region_owns(underlying_block(record));
+    } else {
+      // Freed, and still held: in the quarantine, or in the log while held for fork.
+      const FreedBlock* held = freed.record.address != 0 ? &freed : g_quarantine.find(address);
+      owned = held != nullptr && region_owns(underlying_block(held->record));
     }
-    const FreedBlock* freed = g_quarantine.find(address);
-    owned = freed != nullptr && region_owns(underlying_block(freed->record));
-  });
+  };
+  with_heap(find, find);
   return owned;
 }
 

@@ -25,6 +25,9 @@ int g_first_prepare_pooled = -1;
 bool g_constructor_ran = false;
 std::uint64_t g_caches_at_constructor = UINT64_MAX;
 std::uint64_t g_requests_at_constructor = UINT64_MAX;
+void (*g_prepare_call)() = nullptr;
+void (*g_parent_call)() = nullptr;
+void (*g_child_call)() = nullptr;
 
 // A size class nothing else in the test uses: each fork's first allocation of it in a thread
 // misses the thread cache and refills from the shared lists (a lock).
@@ -32,6 +35,7 @@ constexpr size_t kPrepareSize = 3000;
 constexpr size_t kChildSize = 6000;
 
 void prepare() {
+  if (g_prepare_call != nullptr) g_prepare_call();
   if (!g_prepare_allocates) return;
   g_prepared = malloc(kPrepareSize);
   if (g_prepared == nullptr) abort();
@@ -41,11 +45,13 @@ void prepare() {
 }
 
 void parent() {
+  if (g_parent_call != nullptr) g_parent_call();
   free(g_prepared);
   g_prepared = nullptr;
 }
 
 void child() {
+  if (g_child_call != nullptr) g_child_call();
   free(g_prepared);
   g_prepared = nullptr;
   if (!g_child_allocates) return;
@@ -75,6 +81,15 @@ extern "C" __attribute__((visibility("default"))) void fork_handlers_allocate(bo
                                                                               bool in_child) {
   g_prepare_allocates = in_prepare;
   g_child_allocates = in_child;
+}
+
+// Functions the handlers call first (nullptr: none), for tests that choose what they do.
+extern "C" __attribute__((visibility("default"))) void fork_handlers_call(void (*prepare)(),
+                                                                          void (*parent)(),
+                                                                          void (*child)()) {
+  g_prepare_call = prepare;
+  g_parent_call = parent;
+  g_child_call = child;
 }
 
 // True when the constructor ran before the allocator had served a pooled request or created

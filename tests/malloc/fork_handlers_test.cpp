@@ -72,5 +72,55 @@ TEST(ForkHandlers, PrepareAndChildHandlersThatAllocate) {
   EXPECT_TRUE(RunUnderWatchdog(kWatchdogSeconds, [] { return handlers_scenario(true, true); }));
 }
 
+// Thousands of blocks allocated inside one fork: by the prepare handler (freed by the parent
+// and child handlers) and by the child handler, while another thread allocates and frees.
+// Nothing the allocator does while its locks are held for fork may have a fixed capacity.
+constexpr int kManyBlocks = 20000;
+void* g_many[kManyBlocks];
+std::atomic<int> g_many_failures{0};
+
+void allocate_many() {
+  for (int i = 0; i < kManyBlocks; ++i) {
+    g_many[i] = malloc(16 + static_cast<size_t>(i % 64) * 16);
+    if (g_many[i] == nullptr) g_many_failures.fetch_add(1);
+  }
+}
+void free_many() {
+  for (void*& p : g_many) {
+    free(p);
+    p = nullptr;
+  }
+}
+void child_allocates_many() {
+  free_many();
+  allocate_many();
+  free_many();
+}
+
+int many_blocks_scenario() {
+  fork_handlers_call(allocate_many, free_many, child_allocates_many);
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    void* slots[32] = {};
+    for (unsigned i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+      void*& slot = slots[i % 32];
+      free(slot);
+      slot = malloc(16 + (i * 97) % 2000);
+    }
+    for (void* p : slots) free(p);
+  });
+  const long forks =
+      fork_loop(20, kForkSeconds, [] { _exit(g_many_failures.load() == 0 ? 0 : 40); });
+  stop = true;
+  busy.join();
+  fork_handlers_call(nullptr, nullptr, nullptr);
+  if (forks <= 0) return 41;
+  return g_many_failures.load() == 0 ? 0 : 42;
+}
+
+TEST(ForkHandlers, HandlersAllocateThousandsOfBlocksInOneFork) {
+  EXPECT_TRUE(RunUnderWatchdog(kWatchdogSeconds, many_blocks_scenario));
+}
+
 }  // namespace
 }  // namespace malloc_test
