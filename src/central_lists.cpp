@@ -15,8 +15,14 @@
 namespace poolalloc::internal {
 namespace {
 
-// The stack holds at most this many bytes of blocks per class.
+// A class's stack holds at most this many bytes of blocks: enough that a program churning
+// 10,000 blocks of 64 bytes cycles them between its cache and the stack without walking spans.
 constexpr std::size_t kStackBytes = std::size_t{1} << 20;
+// The stacks of all classes together hold about this many at most, so that a program that frees
+// much of many classes keeps little in them. (Classes check and count it under their own locks:
+// the sum may pass it by what two threads stack at once.)
+constexpr std::size_t kAllStacksBytes = std::size_t{16} << 20;
+std::atomic<std::size_t> g_all_stacks_bytes{0};
 
 constexpr std::uint32_t stack_capacity(unsigned cls) {
   return static_cast<std::uint32_t>(kStackBytes / class_size(cls));
@@ -76,7 +82,7 @@ struct alignas(64) ClassList {
   std::atomic<void*> orphans{nullptr};
   std::uint32_t stacked = 0;  // blocks in the class's stack (stack_of)
   Span* partial = nullptr;    // spans with free blocks and used ones, doubly linked
-  ClassCounters counters{};
+  ClassCounters counters{};   // but `stacked`, which class_counters() fills in
 
   void push_front(Span& span) {
     span.prev = nullptr;
@@ -160,16 +166,20 @@ struct alignas(64) ClassList {
   }
   // Under the lock: onto the stack while it has room, the rest into the spans.
   Span* file(unsigned cls, void* const* blocks, std::uint32_t count) {
-    const std::uint32_t stacking = std::min(count, stack_capacity(cls) - stacked);
+    const std::size_t all = g_all_stacks_bytes.load(std::memory_order_relaxed);
+    const auto room = static_cast<std::uint32_t>(
+        all < kAllStacksBytes ? (kAllStacksBytes - all) / class_size(cls) : 0);
+    const std::uint32_t stacking = std::min({count, stack_capacity(cls) - stacked, room});
     std::copy_n(blocks, stacking, stack_of(cls) + stacked);
     stacked += stacking;
-    counters.stacked += stacking;
+    g_all_stacks_bytes.fetch_add(std::size_t{stacking} * class_size(cls),
+                                 std::memory_order_relaxed);
     return return_to_spans(cls, blocks + stacking, count - stacking);
   }
   // Under the lock: every stacked block into its span.
   Span* unstack_all(unsigned cls) {
-    counters.stacked -= stacked;
     const std::uint32_t count = std::exchange(stacked, 0);
+    g_all_stacks_bytes.fetch_sub(std::size_t{count} * class_size(cls), std::memory_order_relaxed);
     return return_to_spans(cls, stack_of(cls), count);
   }
 };
@@ -196,7 +206,7 @@ std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted) {
     to_release = list.drain_orphans(cls);
     count = std::min(wanted, list.stacked);
     list.stacked -= count;
-    list.counters.stacked -= count;
+    g_all_stacks_bytes.fetch_sub(std::size_t{count} * class_size(cls), std::memory_order_relaxed);
     std::copy_n(stack_of(cls) + list.stacked, count, blocks);
     count += list.carve_blocks(cls, blocks + count, wanted - count);
   }
@@ -267,7 +277,9 @@ ClassCounters class_counters(unsigned cls) {
   // Held for fork(), the counters cannot change: read them as they are. (The forking thread
   // itself may be asking, from another library's fork handler.)
   TryLockGuard guard(list.lock);
-  return list.counters;
+  ClassCounters counters = list.counters;
+  counters.stacked = list.stacked;
+  return counters;
 }
 
 void lock_central_lists_for_fork() {

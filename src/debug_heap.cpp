@@ -1,6 +1,7 @@
 #include "debug_heap.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
@@ -139,20 +140,29 @@ void replay_deferred() {
 
 // Takes g_lock, unless it is held for fork() (false, without waiting); then lets the visitors
 // finish and replays what was deferred.
+// Just after g_lock was taken: waits for the visitors (a visit is a few loads or one append, so
+// a short spin, then the CPU goes to others in case a visitor was descheduled), then replays.
+void settle_after_locking() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (unsigned spins = 0; g_visitors.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 64)
+      __builtin_ia32_pause();
+    else
+      sched_yield();
+  }
+  replay_deferred();
+}
+
 bool lock_heap_unless_forking() {
   if (!g_lock.lock_unless_forking()) return false;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  while (g_visitors.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
-  replay_deferred();
+  settle_after_locking();
   return true;
 }
 
 // The same, waiting: only where no fork can be in progress in this thread (exit).
 void lock_heap() {
   g_lock.lock();
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  while (g_visitors.load(std::memory_order_acquire) != 0) __builtin_ia32_pause();
-  replay_deferred();
+  settle_after_locking();
 }
 
 // Drops g_lock, then releases the blocks that left the quarantine meanwhile.
