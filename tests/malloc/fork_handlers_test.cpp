@@ -31,9 +31,9 @@ constexpr double kForkSeconds = 10;
   _exit(0);
 }
 
-// Forks while another thread allocates (so that the allocator takes its locks for the fork).
-int handlers_scenario(bool in_prepare, bool in_child) {
-  fork_handlers_allocate(in_prepare, in_child);
+// Runs fork_loop(count, seconds, in_child) while another thread allocates and frees (so that
+// the allocator takes its locks for each fork); returns fork_loop's result.
+long fork_while_another_thread_allocates(long count, void (*in_child)()) {
   std::atomic<bool> stop{false};
   std::thread busy([&] {
     void* slots[32] = {};
@@ -44,9 +44,15 @@ int handlers_scenario(bool in_prepare, bool in_child) {
     }
     for (void* p : slots) free(p);
   });
-  const long forks = fork_loop(kForks, kForkSeconds, child_allocates_and_exits);
+  const long forks = fork_loop(count, kForkSeconds, in_child);
   stop = true;
   busy.join();
+  return forks;
+}
+
+int handlers_scenario(bool in_prepare, bool in_child) {
+  fork_handlers_allocate(in_prepare, in_child);
+  const long forks = fork_while_another_thread_allocates(kForks, child_allocates_and_exits);
   if (forks <= 0) return 21;
 #ifndef POOLALLOC_TEST_DEBUG_HEAP
   // The allocator's prepare handler ran before the library's: the library's first allocation
@@ -99,20 +105,8 @@ void child_allocates_many() {
 
 int many_blocks_scenario() {
   fork_handlers_call(allocate_many, free_many, child_allocates_many);
-  std::atomic<bool> stop{false};
-  std::thread busy([&] {
-    void* slots[32] = {};
-    for (unsigned i = 0; !stop.load(std::memory_order_relaxed); ++i) {
-      void*& slot = slots[i % 32];
-      free(slot);
-      slot = malloc(16 + (i * 97) % 2000);
-    }
-    for (void* p : slots) free(p);
-  });
   const long forks =
-      fork_loop(20, kForkSeconds, [] { _exit(g_many_failures.load() == 0 ? 0 : 40); });
-  stop = true;
-  busy.join();
+      fork_while_another_thread_allocates(20, [] { _exit(g_many_failures.load() == 0 ? 0 : 40); });
   fork_handlers_call(nullptr, nullptr, nullptr);
   if (forks <= 0) return 41;
   return g_many_failures.load() == 0 ? 0 : 42;
