@@ -110,6 +110,8 @@ struct alignas(64) ClassList {
       Span* span = span_with_free_blocks(cls);
       if (span == nullptr) break;
       while (count < wanted && !span->blocks.full()) blocks[count++] = carve_block(*span, cls);
+      carved_end_of(*span).store(span->blocks.initialised_count() * class_size(cls),
+                                 std::memory_order_relaxed);
       if (span->blocks.full()) unlink(*span);
     }
     counters.blocks_out += count;

@@ -100,11 +100,11 @@ inline unsigned span_byte_of_block(const void* p, const char* operation) {
 }
 
 // free() of a pointer that region_owns() accepted. A pointer into a span that serves no class
-// passes the boundary check only at the span's start, and then finds its bin (the one of span
-// byte 0) full.
+// passes the boundary check only at the span's start, and then lies past what was carved of it
+// (nothing), as does a block start that malloc never handed out: the slow path reports both.
 inline void pool_free(void* p) {
   const unsigned span_byte = span_byte_of_block(p, "free");
-  if (!push_cached(t_cache->bin_of_span_byte(span_byte), p)) [[unlikely]]
+  if (!was_carved(p) || !push_cached(t_cache->bin_of_span_byte(span_byte), p)) [[unlikely]]
     flush_and_deallocate(span_byte - 1, p);
 }
 

@@ -28,7 +28,16 @@ struct Span {
   Span* prev = nullptr;
   // Blocks came back to its free list since purge_free_blocks last gave their pages away.
   bool unpurged = false;
+  // Bytes from the span's start that its bump index has handed out: a block at or past this
+  // offset was never handed out, so a free of it is a program's error that the fast path must
+  // not take in (a cache would hand the block out, and the bump index again later). 0 while
+  // the span serves no class. Written under the class lock as the bump index moves (and reset
+  // by span carving), read without it through atomic_ref: a thread that frees a block it was
+  // handed holds it through the synchronisation that followed its carving, so it never reads
+  // an older value.
+  std::uint32_t carved_end = 0;
 };
+
 
 struct PoolRegion {
   std::uintptr_t base = 0;  // fixed once placed; 0 and size 0 until then: nothing is ours
@@ -63,6 +72,16 @@ inline std::size_t span_index_of(const void* p) {
 }
 inline Span& span_of(const void* p) {
   return g_region.spans[span_index_of(p)];
+}
+
+inline std::atomic_ref<std::uint32_t> carved_end_of(Span& span) {
+  return std::atomic_ref<std::uint32_t>(span.carved_end);
+}
+
+// Whether p, the start of a block of its span, lies in the part of the span handed out so far.
+inline bool was_carved(const void* p) {
+  return (region_offset(p) & (kSpanSize - 1)) <
+         carved_end_of(span_of(p)).load(std::memory_order_relaxed);
 }
 inline std::size_t span_index_of(const Span& span) {
   return static_cast<std::size_t>(&span - g_region.spans);

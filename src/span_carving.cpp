@@ -131,6 +131,7 @@ Span* carve_span(unsigned cls) {
   span->blocks = detail::LazyBlockList(span_start(*span), block_size, kSpanSize / block_size);
   span->next = span->prev = nullptr;
   span->unpurged = false;
+  carved_end_of(*span).store(0, std::memory_order_relaxed);
   g_region.span_class_plus_one[span_index_of(*span)] = static_cast<std::uint8_t>(cls + 1);
   g_carved_spans.fetch_add(1, std::memory_order_relaxed);
   return span;
@@ -160,6 +161,7 @@ void hand_back_all_to_os(Span* spans) {
 
 void release_span(Span& span) {
   g_region.span_class_plus_one[span_index_of(span)] = 0;
+  carved_end_of(span).store(0, std::memory_order_relaxed);
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
   Span* to_hand_back = nullptr;
   {

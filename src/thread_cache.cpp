@@ -17,6 +17,7 @@
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os_memory.hpp"
+#include "pool_region.hpp"
 
 namespace poolalloc::internal {
 
@@ -224,6 +225,7 @@ void* refill_and_allocate(unsigned cls) {
 
 void flush_and_deallocate(unsigned cls, void* block) {
   if (cls >= kClassCount) report_invalid_pointer("free", block);
+  if (!was_carved(block)) report_never_handed_out("free", block, cls);
   if (is_marked_free(block)) report_double_free("free", block, cls);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
   set_mark(block);

@@ -255,11 +255,10 @@ TEST(DoubleFree, LiveBlocksWithAnyContentFreeFine) {
 
 }  // namespace
 // A free of a block that lies in its span's never-used range (the bump index has not reached
-// it, so it carries no free mark): the free itself is not checked on the fast path, but when
-// the block goes back into its span (here at malloc_trim, which flushes this thread's cache) it
-// is reported, before the bump index could hand it out a second time. The block is the last
-// whole block of the span of a fresh 80-byte block: a span of that class holds 1638 blocks,
-// far more than this process has used.
+// it, so it carries no free mark) is reported by the free itself. Taken into the thread cache,
+// the block would go to the next malloc of the class, and the bump index would later hand it
+// out again, to a second owner. The block is the last whole block of the span of a fresh
+// 80-byte block: a span of that class holds 1638 blocks, far more than this process has used.
 TEST_F(DoubleFreeDeathTest, FreeOfANeverHandedOutBlockAborts) {
   void* p = malloc(opaque<size_t>(80));
   ASSERT_EQ(malloc_usable_size(p), 80u);
@@ -274,7 +273,11 @@ TEST_F(DoubleFreeDeathTest, FreeOfANeverHandedOutBlockAborts) {
   EXPECT_DEATH(
       {
         free(never);
-        malloc_trim(0);
+        void* first = malloc(opaque<size_t>(80));
+        for (std::uintptr_t i = 0; i < 4 * kSpan / 80; ++i) {
+          if (malloc(opaque<size_t>(80)) == first) std::fputs("handed out twice\n", stderr);
+        }
+        std::_Exit(0);
       },
       expected.str());
   free(p);
