@@ -184,6 +184,7 @@ add_row gxx gxx -- /usr/bin/g++ -std=c++20 "${gxx_args[@]}" -c \
   "$root/bench/programs/templates.cpp" -o "$work/templates.o"
 
 # mimalloc-bench: the programs and arguments of its bench.sh, with P = 2 threads.
+# shellcheck disable=SC2016  # the --time arguments are awk programs, not shell expansions
 if [[ -n $mbench ]]; then
   mb=$mbench/out/bench
   src=$mbench/bench
