@@ -26,7 +26,8 @@
 # Rounds are interleaved: each round runs every workload under every allocator, back to back,
 # starting with a different allocator each round (A B C D E, B C D E A, ...). Each run is timed
 # by bench-runner (clock_gettime around fork/exec/wait; peak RSS from getrusage of the children)
-# and its stdout, a checksum, must match across allocators. Reported: medians over the rounds.
+# and its output (a checksum; for mimalloc-bench, the lines that are deterministic) must match
+# across allocators. Reported: medians over the rounds.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
