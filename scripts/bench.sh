@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Compares poolalloc with glibc, jemalloc, mimalloc and tcmalloc on the workloads of bench/ and
-# on whole programs (python3, sqlite3, g++), every allocator put under the same unmodified
-# binaries with LD_PRELOAD (glibc: nothing preloaded).
+# on whole programs (python3, sqlite3, g++), and on the programs of mimalloc-bench when given a
+# built copy, every allocator put under the same unmodified binaries with LD_PRELOAD (glibc:
+# nothing preloaded).
 #
 #   scripts/bench.sh [--quick | --smoke] [--rounds N] [--allocators LIST] [--workloads LIST]
 #                    [--threads LIST] [--results DIR] [--no-install]
-#                    [--no-build --poolalloc LIB --bin-dir DIR]
+#                    [--no-build --poolalloc LIB --bin-dir DIR] [--mimalloc-bench DIR]
 #
 #   (default)  full sizes, 5 rounds; results in bench/results/ (results.md, bench.png, raw.csv)
 #   --quick    smaller sizes, 3 rounds, under 2 minutes; results in build-suite/results-quick/
@@ -18,11 +19,15 @@
 #                as sweep-64, larson-t2)
 #   --threads    "1 2 4": thread counts of the scaling workloads, mixed and larson
 #   --no-build   use --poolalloc LIB and the workloads in --bin-dir DIR instead of building
+#   --mimalloc-bench DIR   a checkout of daanx/mimalloc-bench whose programs are built in
+#                DIR/out/bench (bench/README.md): adds its rows, group "mimalloc-bench", to the
+#                default workloads; they run at mimalloc-bench's own sizes in every mode
 #
 # Rounds are interleaved: each round runs every workload under every allocator, back to back,
 # starting with a different allocator each round (A B C D E, B C D E A, ...). Each run is timed
 # by bench-runner (clock_gettime around fork/exec/wait; peak RSS from getrusage of the children)
-# and its stdout, a checksum, must match across allocators. Reported: medians over the rounds.
+# and its output (a checksum; for mimalloc-bench, the lines that are deterministic) must match
+# across allocators. Reported: medians over the rounds.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -30,12 +35,14 @@ mode=full
 rounds=""
 allocators="glibc jemalloc mimalloc tcmalloc poolalloc"
 workloads="churn sweep mixed prodcons larson game python sqlite gxx"
+workloads_given=""
 threads="1 2 4"
 results=""
 install=1
 build=1
 poolalloc=""
 bin_dir=""
+mbench=""
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
@@ -44,13 +51,14 @@ while (($#)); do
     --smoke) mode=smoke ;;
     --rounds) rounds=$2; shift ;;
     --allocators) allocators=${2//,/ }; shift ;;
-    --workloads) workloads=${2//,/ }; shift ;;
+    --workloads) workloads=${2//,/ } workloads_given=1; shift ;;
     --threads) threads=${2//,/ }; shift ;;
     --results) results=$2; shift ;;
     --no-install) install=0 ;;
     --no-build) build=0 ;;
     --poolalloc) poolalloc=$2; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
+    --mimalloc-bench) mbench=$2; shift ;;
     -h | --help) usage ;;
     *) echo "bench.sh: unknown argument '$1'" >&2; usage ;;
   esac
@@ -78,7 +86,18 @@ if [[ -z $poolalloc || -z $bin_dir ]]; then
   echo "bench.sh: --no-build needs --poolalloc LIB and --bin-dir DIR" >&2
   exit 2
 fi
+# The runs happen in a scratch directory (rptest writes a file into its working directory).
+poolalloc=$(realpath "$poolalloc")
+bin_dir=$(realpath "$bin_dir")
 runner="$bin_dir/bench-runner"
+if [[ -n $mbench ]]; then
+  mbench=$(realpath "$mbench")
+  [[ -x $mbench/out/bench/cfrac ]] || {
+    echo "bench.sh: $mbench/out/bench/cfrac is missing: build mimalloc-bench (bench/README.md)" >&2
+    exit 2
+  }
+  [[ $workloads_given ]] || workloads+=" mimalloc-bench"
+fi
 
 libdir=/usr/lib/x86_64-linux-gnu
 library_of() {
@@ -110,21 +129,34 @@ done
 ((${#names[@]})) || { echo "bench.sh: no allocator to run" >&2; exit 1; }
 
 # --- the workloads -------------------------------------------------------------------------
-# One row per measured configuration: its name, its group (what --workloads selects) and the
-# runner arguments (optional --env NAME=VALUE, then --, then the command), separated by \x1f.
+# One row per measured configuration: its name, its group (what --workloads selects), the
+# lines of its output that must match across allocators (an extended regex), where its time
+# comes from, and the runner arguments (optional --in FILE and --env NAME=VALUE, then --, then
+# the command), separated by \x1f.
 work=$(mktemp -d "${TMPDIR:-/tmp}/poolalloc-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 scale=$mode
 US=$'\x1f'
 row_names=()
 row_commands=()
-add_row() {  # add_row GROUP NAME ARG...
-  local group=$1 name=$2 selected=0 w
+row_checks=()
+row_times=()
+unchecked='.^'  # matches no line: for output that is not deterministic (timings, rates)
+# add_row GROUP NAME [--check REGEX] [--time AWK] ARG...
+#   --check  compare only the output lines that match REGEX (default: every non-empty line)
+#   --time   the row's time in seconds is what the awk program AWK prints from the output, for
+#            programs that run for a fixed time and report a rate (default: the wall time)
+add_row() {
+  local group=$1 name=$2 check=. time="" selected=0 w
   shift 2
+  [[ $1 == --check ]] && { check=$2; shift 2; }
+  [[ $1 == --time ]] && { time=$2; shift 2; }
   for w in $workloads; do [[ $w == "$group" || $w == "$name" ]] && selected=1; done
   ((selected)) || return 0
   local IFS=$US
   row_names+=("$name")
+  row_checks+=("$check")
+  row_times+=("$time")
   row_commands+=("$*")
 }
 case $mode in
@@ -151,6 +183,43 @@ add_row python python --env PYTHONMALLOC=malloc -- /usr/bin/python3 \
 add_row sqlite sqlite -- /usr/bin/sqlite3 :memory: ".read $work/sqlite.sql"
 add_row gxx gxx -- /usr/bin/g++ -std=c++20 "${gxx_args[@]}" -c \
   "$root/bench/programs/templates.cpp" -o "$work/templates.o"
+
+# mimalloc-bench: the programs and arguments of its bench.sh, with P = 2 threads.
+# shellcheck disable=SC2016  # the --time arguments are awk programs, not shell expansions
+if [[ -n $mbench ]]; then
+  mb=$mbench/out/bench
+  src=$mbench/bench
+  group=mimalloc-bench
+  add_row $group cfrac -- "$mb/cfrac" 17545186520507317056371138836327483792789528
+  add_row $group espresso -- "$mb/espresso" "$src/espresso/largest.espresso"
+  add_row $group barnes --check 'Hack code|nbody|^ +[0-9]' --in "$src/barnes/input" -- "$mb/barnes"
+  add_row $group larsonN --check "$unchecked" --time '/relative time:/ { print $NF + 0 }' \
+    -- "$mb/larson" 5 8 1000 5000 100 4141 2
+  add_row $group mstressN -- "$mb/mstress" 2 50 25
+  add_row $group rptestN --check "$unchecked" \
+    --time 'match($0, /[0-9]+ memory ops/) { print 2000000 / substr($0, RSTART) }' \
+    -- "$mb/rptest" 2 0 1 2 500 1000 100 8 16000
+  add_row $group alloc-test1 --check '^about to exit' -- "$mb/alloc-test" 1
+  add_row $group alloc-testN --check '^about to exit' -- "$mb/alloc-test" 2
+  add_row $group xmalloc-testN --check "$unchecked" --time '/^rtime:/ { print $2 + 0 }' \
+    -- "$mb/xmalloc-test" -w 2 -t 5 -s 64
+  for test in cache-thrash cache-scratch; do
+    add_row $group "${test}1" -- "$mb/$test" 1 1000 1 2000000 2
+    add_row $group "${test}N" -- "$mb/$test" 2 1000 1 2000000 2
+  done
+  add_row $group glibc-simple --check "$unchecked" -- "$mb/glibc-simple"
+  add_row $group glibc-thread --check "$unchecked" --time '/iterations/ { print 1e9 / $1 }' \
+    -- "$mb/glibc-thread" 2
+  add_row $group malloc-large -- "$mb/malloc-large"
+  add_row $group mleak10 -- "$mb/mleak" 5
+  add_row $group mleak100 -- "$mb/mleak" 50
+  add_row $group rbstress1 --check '^run with' -- ruby "$src/rbstress/stress_mem.rb" 1
+  add_row $group rbstressN --check '^run with' -- ruby "$src/rbstress/stress_mem.rb" 2
+  add_row $group z3 -- z3 -smt2 "$src/z3/test1.smt2"
+elif [[ " $workloads " == *" mimalloc-bench "* ]]; then
+  echo "bench.sh: the mimalloc-bench rows need --mimalloc-bench DIR" >&2
+  exit 2
+fi
 ((${#row_names[@]})) || { echo "bench.sh: no workload selected by '$workloads'" >&2; exit 1; }
 
 # --- the runs ------------------------------------------------------------------------------
@@ -171,8 +240,13 @@ for ((round = 1; round <= rounds; ++round)); do
     for ((k = 0; k < n; ++k)); do
       a=$(((k + round - 1 + r) % n))  # rotate the starting allocator per round (and per row)
       out="$work/out.txt"
-      read -r ms kb code < <("$runner" --preload "${libs[a]}" --out "$out" "${command[@]}")
-      output=$(grep -v '^$' "$out" || true)
+      read -r ms kb code < <(cd "$work" && "$runner" --preload "${libs[a]}" --out "$out" \
+        "${command[@]}")
+      output=$(grep -E -- "${row_checks[r]}" "$out" | sort || true)
+      if ((code == 0)) && [[ -n ${row_times[r]} ]]; then
+        ms=$(awk "${row_times[r]}" "$out" | awk 'NR == 1 { printf "%.3f", $1 * 1000 }')
+        [[ -n $ms ]] || { echo "bench.sh: $row under ${names[a]}: no time in its output" >&2; code=98; }
+      fi
       if ((code == 0)); then
         if [[ -z ${reference[$row]+set} ]]; then
           reference[$row]=$output
@@ -219,6 +293,12 @@ dirty=$(git -C "$root" status --porcelain -- src include 2>/dev/null | head -1 |
   echo "- Ratio columns: allocator / poolalloc (above 1: poolalloc is faster or smaller)."
   echo "- Scaling rows (mixed-tN, larson-tN) have fixed work per thread: on $cores cores the"
   echo "  ideal time is flat up to $cores threads and grows linearly beyond."
+  if [[ -n $mbench ]]; then
+    mbench_version=$(git -C "$mbench" rev-parse --short HEAD 2>/dev/null || echo "version unknown")
+    echo "- mimalloc-bench rows ($mbench_version), P = 2 threads. larsonN, rptestN, xmalloc-testN"
+    echo "  and glibc-thread run for a fixed time: their time is derived from their rate, as"
+    echo "  mimalloc-bench reports it."
+  fi
   echo "- Workloads: see bench/README.md. Raw runs: raw.csv."
   echo
   cat "$work/tables.md"

@@ -12,7 +12,8 @@ packages=(
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time valgrind)
+  # ruby and z3: programs of mimalloc-bench (rbstress, z3)
+  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time valgrind ruby z3)
 fi
 
 missing=()

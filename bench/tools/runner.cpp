@@ -1,10 +1,10 @@
 // bench-runner: runs one command and prints "WALL_MS MAXRSS_KB EXIT" on stdout.
-//   bench-runner [--preload LIB] [--out FILE] [--env NAME=VALUE]... -- COMMAND [ARG]...
+//   bench-runner [--preload LIB] [--in FILE] [--out FILE] [--env NAME=VALUE]... -- COMMAND...
 // Wall time is clock_gettime(CLOCK_MONOTONIC) around fork/exec/wait, in milliseconds with three
 // decimals. Peak RSS is getrusage(RUSAGE_CHILDREN).ru_maxrss: the largest of the command and of
 // every process it waited for (g++ waits for cc1plus and as). LD_PRELOAD is set for the
-// command only (and unset without --preload), never for the runner. The command's stdout and
-// stderr go to FILE (default /dev/null).
+// command only (and unset without --preload), never for the runner. The command's stdin comes
+// from the --in FILE, its stdout and stderr go to the --out FILE (both default /dev/null).
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -19,6 +19,7 @@
 
 int main(int argc, char** argv) {
   const char* preload = nullptr;
+  const char* in = "/dev/null";
   const char* out = "/dev/null";
   std::vector<std::string> env;
   int i = 1;
@@ -31,6 +32,8 @@ int main(int argc, char** argv) {
     if (i + 1 >= argc) break;
     if (arg == "--preload") {
       preload = argv[++i];
+    } else if (arg == "--in") {
+      in = argv[++i];
     } else if (arg == "--out") {
       out = argv[++i];
     } else if (arg == "--env") {
@@ -41,7 +44,8 @@ int main(int argc, char** argv) {
   }
   if (i >= argc) {
     std::fprintf(stderr,
-                 "usage: %s [--preload LIB] [--out FILE] [--env NAME=VALUE]... -- COMMAND...\n",
+                 "usage: %s [--preload LIB] [--in FILE] [--out FILE] [--env NAME=VALUE]... -- "
+                 "COMMAND...\n",
                  argv[0]);
     return 2;
   }
@@ -54,10 +58,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (pid == 0) {
+    int input = open(in, O_RDONLY);
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
+    if (input < 0 || fd < 0) _exit(126);
+    dup2(input, 0);
     dup2(fd, 1);
     dup2(fd, 2);
+    close(input);
     close(fd);
     if (preload && *preload)
       setenv("LD_PRELOAD", preload, 1);
