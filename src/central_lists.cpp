@@ -24,6 +24,19 @@ constexpr std::size_t kStackBytes = std::size_t{1} << 20;
 constexpr std::size_t kAllStacksBytes = std::size_t{16} << 20;
 std::atomic<std::size_t> g_all_stacks_bytes{0};
 
+// Blocks out of their spans over all classes, and the most there were at once (statistics:
+// the classes' own peaks came at different times).
+std::atomic<std::uint64_t> g_all_blocks_out{0};
+std::atomic<std::uint64_t> g_all_peak_out{0};
+
+void count_blocks_out(std::uint32_t count) {
+  const std::uint64_t now = g_all_blocks_out.fetch_add(count, std::memory_order_relaxed) + count;
+  std::uint64_t peak = g_all_peak_out.load(std::memory_order_relaxed);
+  while (now > peak &&
+         !g_all_peak_out.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
 constexpr std::uint32_t stack_capacity(unsigned cls) {
   return static_cast<std::uint32_t>(kStackBytes / class_size(cls));
 }
@@ -116,6 +129,7 @@ struct alignas(64) ClassList {
     }
     counters.blocks_out += count;
     counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
+    count_blocks_out(count);
     return count;
   }
   // Puts the blocks back into their spans; returns the spans that became empty, linked
@@ -125,6 +139,7 @@ struct alignas(64) ClassList {
   Span* return_to_spans(unsigned cls, void* const* blocks, std::uint32_t count) {
     Span* to_release = nullptr;
     counters.blocks_out -= count;
+    g_all_blocks_out.fetch_sub(count, std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks[i];
       Span& span = span_of(block);
@@ -282,6 +297,10 @@ ClassCounters class_counters(unsigned cls) {
   ClassCounters counters = list.counters;
   counters.stacked = list.stacked;
   return counters;
+}
+
+std::uint64_t peak_blocks_out() {
+  return g_all_peak_out.load(std::memory_order_relaxed);
 }
 
 void lock_central_lists_for_fork() {

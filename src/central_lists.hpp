@@ -54,6 +54,8 @@ struct ClassCounters {
   std::uint64_t spans;
 };
 ClassCounters class_counters(unsigned cls);
+// The most blocks out of their spans at once, over all classes.
+std::uint64_t peak_blocks_out();
 
 void lock_central_lists_for_fork();
 void unlock_central_lists_after_fork(bool in_child);

@@ -38,7 +38,6 @@ struct Span {
   std::uint32_t carved_end = 0;
 };
 
-
 struct PoolRegion {
   std::uintptr_t base = 0;  // fixed once placed; 0 and size 0 until then: nothing is ours
   // Bytes mapped from base on: [base, base + size) is ours. It only grows, under the span

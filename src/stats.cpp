@@ -50,10 +50,10 @@ void take_snapshot(Snapshot& snapshot) {
     totals.pooled_requests += s.requests;
     totals.pooled_frees += s.frees;
     totals.pooled_live += s.live;
-    totals.pooled_peak += s.peak;
     totals.spans_in_use += s.spans;
     totals.bytes_held += s.bytes_held;
   }
+  totals.pooled_peak = peak_blocks_out();
   totals.system_requests = g_system_counters.requests.load(std::memory_order_relaxed);
   totals.system_bytes = g_system_counters.bytes.load(std::memory_order_relaxed);
   totals.thread_caches = live_thread_caches();

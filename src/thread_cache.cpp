@@ -308,7 +308,22 @@ std::uint64_t live_thread_caches() {
 void lock_thread_caches_for_fork() {
   g_registry_lock.lock_for_fork();
 }
+// In the child only the forking thread lives on: the other threads' caches leave the live list
+// (their counts of requests with them, as at an exit). Their bins may be torn, fork having
+// stopped their threads anywhere, so their blocks stay where they are, and the caches are not
+// recycled.
 void unlock_thread_caches_after_fork(bool in_child) {
+  if (in_child) {
+    for (ThreadCache* cache = g_live; cache != nullptr;) {
+      ThreadCache* next = cache->next;
+      if (cache != t_cache) {
+        unlink_live(cache);
+        for (unsigned cls = 0; cls < kClassCount; ++cls)
+          g_exited_requests[cls] += cache->bin_of_class(cls).requests;
+      }
+      cache = next;
+    }
+  }
   g_registry_lock.unlock_after_fork(in_child);
 }
 

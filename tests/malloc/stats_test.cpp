@@ -5,10 +5,12 @@
 // mallinfo past 2 GiB, malloc_info on a full disk.
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -141,6 +143,54 @@ TEST(StatsPerClass, TotalsAreTheSumOfTheRows) {
   }
   EXPECT_EQ(requests, total_of(table, "pooled requests: ")) << table.text;
   EXPECT_GE(rows_of(table)[k32KiB].live, 1u) << table.text;
+}
+
+// pooled_peak is the most blocks out of their spans at once over all classes, not the sum of
+// each class's own peak: 10,000 blocks of each of four classes, one class after the other,
+// are 10,000 at once (plus what the test framework holds), not 40,000.
+TEST(StatsPeak, ThePeakIsOfBlocksOutAtOnce) {
+  poolalloc_stats before{};
+  ASSERT_EQ(poolalloc_get_stats(&before), 0);
+  std::vector<void*> blocks(10000);
+  for (size_t size : {1100, 1300, 1600, 2000}) {  // classes the test framework hardly uses
+    for (void*& block : blocks) block = malloc(opaque(size));
+    for (void* block : blocks) free(block);
+    malloc_trim(0);  // the blocks go back into their spans
+  }
+  poolalloc_stats after{};
+  ASSERT_EQ(poolalloc_get_stats(&after), 0);
+  EXPECT_GE(after.pooled_peak, 10000u);
+  EXPECT_LT(after.pooled_peak - before.pooled_peak, 15000u);
+}
+
+// In a child of fork() only the forking thread lives on: the parent's other threads' caches are
+// not counted there.
+TEST(StatsFork, AChildCountsOnlyItsOwnThreadCache) {
+  constexpr int kThreads = 4;
+  std::atomic<int> ready{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      free(malloc(opaque<size_t>(64)));
+      ++ready;
+      while (!stop.load()) sched_yield();
+    });
+  }
+  while (ready.load() < kThreads) sched_yield();
+  free(malloc(opaque<size_t>(64)));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    poolalloc_stats stats{};
+    poolalloc_get_stats(&stats);
+    _exit(stats.thread_caches == 1 ? 0 : static_cast<int>(stats.thread_caches));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child counted that many thread caches";
 }
 
 // Empty spans kept for reuse still hold resident pages: the resident figure must count them.
