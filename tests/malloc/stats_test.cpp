@@ -194,8 +194,9 @@ TEST(StatsFork, AChildCountsOnlyItsOwnThreadCache) {
 }
 
 // Empty spans kept for reuse still hold resident pages: the resident figure must count them.
-// A thread fills 64 blocks of 32 KiB (16 spans of 128 KiB), writes them, frees them and exits,
-// so its cache goes back and spans empty out into the retained list. Whatever of those spans is
+// A thread fills 256 blocks of 32 KiB (64 spans of 128 KiB), writes them, frees them and exits,
+// so its cache goes back, and what the class's central stack cannot take (4 MiB) goes into the
+// spans, which empty out into the retained list. Whatever of those spans is
 // resident (mincore, which faults nothing in) must be within resident_bytes, and mallinfo2's
 // arena must cover the spans of the classes and the retained ones.
 TEST(StatsResident, RetainedEmptySpansAreCounted) {
@@ -203,7 +204,7 @@ TEST(StatsResident, RetainedEmptySpansAreCounted) {
   std::set<std::uintptr_t> spans;
   std::thread([&spans] {
     std::vector<void*> blocks;
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < 256; ++i) {
       blocks.push_back(malloc(opaque<size_t>(k32KiB)));
       std::memset(blocks.back(), 1, k32KiB);
       spans.insert(reinterpret_cast<std::uintptr_t>(blocks.back()) & ~(kSpan - 1));
