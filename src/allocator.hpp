@@ -16,10 +16,7 @@ namespace poolalloc::internal {
 // tail call, so that the fast path saves no register.
 void* allocate_slow(std::size_t size);
 
-// The fast path of malloc: 24 instructions before the `ret` on x86-64 with GCC 12 -O3 (18 before
-// the free-block marks: loading the key, computing, checking and clearing the mark add 6; the
-// mark also unmangles the link, in place of the plain load). A malloc(64)/free pair costs 70
-// instructions in scripts/fastpath-instructions.sh (60 before the marks).
+// The fast path of malloc (its instruction counts stand in fast_path.hpp).
 inline void* allocate(std::size_t size) {
   if (size <= g_pooled_limit) [[likely]] {
     if (void* block = pop_cached(class_of(size))) [[likely]]
@@ -28,9 +25,7 @@ inline void* allocate(std::size_t size) {
   return allocate_slow(size);
 }
 
-// The fast path of free: 32 instructions before the `ret` (28 before the free-block marks, which
-// add 4: loading the key, computing, checking and writing the mark; the link is mangled with the
-// mark in place of a plain copy).
+// The fast path of free.
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
     pool_free(p);
