@@ -32,7 +32,7 @@ void* allocate_zeroed(std::size_t size) {
 
 void* reallocate(void* p, std::size_t size) {
   if (!region_owns(p)) return system_realloc(p, size);
-  const unsigned cls = pooled_class_of(p, "realloc");
+  const unsigned cls = handed_out_class_of(p, "realloc");
   if (is_marked_free(p)) report_double_free("realloc", p, cls);
   const std::size_t old_size = class_size(cls);
   if (size <= old_size && class_of(size) == cls) return p;

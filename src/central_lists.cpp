@@ -138,19 +138,13 @@ struct alignas(64) ClassList {
   // through Span::next, for the caller to release once the lock is dropped. The blocks keep
   // their free marks there (the span's index link takes only the first 4 bytes), so a block
   // freed again while it waits in its span is still recognised.
-  Span* return_to_spans(unsigned cls, void* const* blocks, std::uint32_t count) {
+  Span* return_to_spans(void* const* blocks, std::uint32_t count) {
     Span* to_release = nullptr;
     counters.blocks_out -= count;
     g_all_blocks_out.fetch_sub(count, std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks[i];
       Span& span = span_of(block);
-      // A block past the bump index was never handed out: a program freed an address it never
-      // got (free(p + size) of the last block carved). Accepted, the bump index would hand it
-      // out again. The fast path cannot see it (such a block carries no free mark); here, where
-      // each block meets its span, the check is one compare.
-      if (span.blocks.index_of(block) >= span.blocks.initialised_count())
-        report_never_handed_out("free", block, cls);
       if (span.blocks.full()) push_front(span);
       span.blocks.deallocate(block);
       span.unpurged = true;
@@ -169,7 +163,7 @@ struct alignas(64) ClassList {
     for (void* block = orphans.exchange(nullptr, std::memory_order_acquire); block != nullptr;) {
       check_free_block(block, cls);
       void* next = next_free(block);
-      to_release = concat(return_to_spans(cls, &block, 1), to_release);
+      to_release = concat(return_to_spans(&block, 1), to_release);
       block = next;
     }
     return to_release;
@@ -193,13 +187,13 @@ struct alignas(64) ClassList {
     stacked += stacking;
     g_all_stacks_bytes.fetch_add(std::size_t{stacking} * class_size(cls),
                                  std::memory_order_relaxed);
-    return return_to_spans(cls, blocks + stacking, count - stacking);
+    return return_to_spans(blocks + stacking, count - stacking);
   }
   // Under the lock: every stacked block into its span.
   Span* unstack_all(unsigned cls) {
     const std::uint32_t count = std::exchange(stacked, 0);
     g_all_stacks_bytes.fetch_sub(std::size_t{count} * class_size(cls), std::memory_order_relaxed);
-    return return_to_spans(cls, stack_of(cls), count);
+    return return_to_spans(stack_of(cls), count);
   }
 };
 
@@ -271,7 +265,7 @@ void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t cou
       list.orphan(blocks, count);  // held for fork(): the next holder files them
       return;
     }
-    to_release = concat(list.return_to_spans(cls, blocks, count), list.drain_orphans(cls));
+    to_release = concat(list.return_to_spans(blocks, count), list.drain_orphans(cls));
   }
   release_all(to_release);
 }

@@ -89,24 +89,14 @@ inline void pool_deallocate(void* block, unsigned cls) {
     flush_and_deallocate(cls, block);
 }
 
-// The span class byte of p (class plus one, 0 for none) when p, a pointer that region_owns()
-// accepted, is the start of a whole block of its span; reports and aborts otherwise.
-inline unsigned span_byte_of_block(const void* p, const char* operation) {
-  const std::uintptr_t offset = region_offset(p);
-  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
+// Whether `offset` (of a pointer that region_owns() accepted) starts a block that malloc handed
+// out: a whole block of its span's class, below what the span's bump index reached. A span that
+// serves no class has carved nothing, so it accepts no offset.
+inline bool is_handed_out_block(std::uintptr_t offset, unsigned span_byte) {
   const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  if (!kSpanBlockStarts.is_block_start(span_byte, offset_in_span)) [[unlikely]]
-    report_invalid_pointer(operation, p);
-  return span_byte;
-}
-
-// free() of a pointer that region_owns() accepted. A pointer into a span that serves no class
-// passes the boundary check only at the span's start, and then lies past what was carved of it
-// (nothing), as does a block start that malloc never handed out: the slow path reports both.
-inline void pool_free(void* p) {
-  const unsigned span_byte = span_byte_of_block(p, "free");
-  if (!was_carved(p) || !push_cached(t_cache->bin_of_span_byte(span_byte), p)) [[unlikely]]
-    flush_and_deallocate(span_byte - 1, p);
+  return kSpanBlockStarts.is_block_start(span_byte, offset_in_span) &&
+         offset_in_span <
+             carved_end_of(g_region.spans[offset >> kSpanShift]).load(std::memory_order_relaxed);
 }
 
 // The class of p, a pointer that region_owns() accepted, when p is the start of a block in a
@@ -126,6 +116,23 @@ inline unsigned pooled_class_of(const void* p, const char* operation) {
   if (cls == kClassCount) [[unlikely]]
     report_invalid_pointer(operation, p);
   return cls;
+}
+
+// The class of p, a pointer that region_owns() accepted, when p is a block that malloc handed
+// out: what free and realloc may take back into a cache. Anything else is reported, naming
+// `operation`, and aborts; a block start past its span's carved end above all, which a cache
+// would hand out, and the bump index again later, to a second owner.
+inline unsigned handed_out_class_of(const void* p, const char* operation) {
+  const std::uintptr_t offset = region_offset(p);
+  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
+  if (!is_handed_out_block(offset, span_byte)) [[unlikely]]
+    report_invalid_pointer(operation, p);
+  return span_byte - 1;
+}
+
+// free() of a pointer that region_owns() accepted.
+inline void pool_free(void* p) {
+  pool_deallocate(p, handed_out_class_of(p, "free"));
 }
 
 }  // namespace poolalloc::internal

@@ -24,6 +24,9 @@ void report_invalid_pointer(const char* operation, const void* p) {
               << " bytes past the last whole " << size << "-byte block of its span (size class "
               << cls << "), into the " << std::uint64_t{kSpanSize - whole_blocks_end}
               << " bytes at the span's end that no block uses";
+    } else if (offset_in_span % size == 0) {
+      message << "not a block that malloc handed out: the " << size << "-byte block (size class "
+              << cls << ") lies in its span's never-used range";
     } else {
       const std::uintptr_t into_block = offset_in_span % size;
       message << "not a block: it points " << std::uint64_t{into_block} << " bytes into the "
@@ -43,14 +46,6 @@ void report_double_free(const char* operation, const void* p, unsigned cls) {
             << ") is free already";
   else
     message << "double free of the " << class_size(cls) << "-byte block (size class " << cls << ")";
-  detail::fatal(message);
-}
-
-void report_never_handed_out(const char* operation, const void* p, unsigned cls) {
-  detail::Message message;
-  message << "poolalloc: " << operation << "(" << p << "): not a block that malloc handed out: the "
-          << class_size(cls) << "-byte block (size class " << cls
-          << ") lies in its span's never-used range";
   detail::fatal(message);
 }
 

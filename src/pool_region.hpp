@@ -76,12 +76,6 @@ inline Span& span_of(const void* p) {
 inline std::atomic_ref<std::uint32_t> carved_end_of(Span& span) {
   return std::atomic_ref<std::uint32_t>(span.carved_end);
 }
-
-// Whether p, the start of a block of its span, lies in the part of the span handed out so far.
-inline bool was_carved(const void* p) {
-  return (region_offset(p) & (kSpanSize - 1)) <
-         carved_end_of(span_of(p)).load(std::memory_order_relaxed);
-}
 inline std::size_t span_index_of(const Span& span) {
   return static_cast<std::size_t>(&span - g_region.spans);
 }

@@ -17,7 +17,6 @@
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os_memory.hpp"
-#include "pool_region.hpp"
 
 namespace poolalloc::internal {
 
@@ -116,7 +115,7 @@ void recycle(ThreadCache* cache) {
 // A flushed cache's slots give their pages back (its thread touched as many as its bins grew);
 // outside the registry lock, as madvise is a system call.
 void release_slot_pages(ThreadCache* cache) {
-  const auto slots = reinterpret_cast<std::uintptr_t>(cache) + sizeof(ThreadCache);
+  const auto slots = reinterpret_cast<std::uintptr_t>(cache->bin_of_class(0).slots);
   const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
   const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
   if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
@@ -224,8 +223,6 @@ void* refill_and_allocate(unsigned cls) {
 }
 
 void flush_and_deallocate(unsigned cls, void* block) {
-  if (cls >= kClassCount) report_invalid_pointer("free", block);
-  if (!was_carved(block)) report_never_handed_out("free", block, cls);
   if (is_marked_free(block)) report_double_free("free", block, cls);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
   set_mark(block);

@@ -51,11 +51,8 @@ inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 class ThreadCache {
  public:
   // The bin that serves class `cls`.
-  CacheBin& bin_of_class(std::size_t cls) { return bins_[cls + 1]; }
-  const CacheBin& bin_of_class(std::size_t cls) const { return bins_[cls + 1]; }
-  // The bin named by a span's class byte (the class plus one, 0 for a span that serves no
-  // class): the free fast path indexes with it directly.
-  CacheBin& bin_of_span_byte(unsigned span_byte) { return bins_[span_byte]; }
+  CacheBin& bin_of_class(std::size_t cls) { return bins_[cls]; }
+  const CacheBin& bin_of_class(std::size_t cls) const { return bins_[cls]; }
   // Points each bin at its share of `slots`, kSlotCount pointers that stay the cache's (a
   // cache's bins are set up once, when it is first made).
   void attach_slots(void** slots) {
@@ -77,10 +74,7 @@ class ThreadCache {
   int owner_tid = 0;
 
  private:
-  // bins_[cls + 1] serves class cls. bins_[0] stays empty with limit 0, so that a pointer into a
-  // span that serves no class costs no test on the free fast path and simply lands in the slow
-  // path. Only the accessors above index it.
-  CacheBin bins_[kClassCount + 1];
+  CacheBin bins_[kClassCount];
 };
 
 // What t_cache points to before a thread's first allocation and after its exit: all bins
@@ -97,8 +91,7 @@ extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 void* refill_and_allocate(unsigned cls);
 
 // Slow path of free: the bin is full (or this thread has no cache yet), or the block carries its
-// free mark. A `cls` of kClassCount or more (a pointer into a span that serves no class) and a
-// double free are reported and abort.
+// free mark: a double free, which is reported and aborts.
 void flush_and_deallocate(unsigned cls, void* block);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).

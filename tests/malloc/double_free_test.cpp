@@ -283,4 +283,20 @@ TEST_F(DoubleFreeDeathTest, FreeOfANeverHandedOutBlockAborts) {
   free(p);
 }
 
+// realloc applies the same check: realloc of such a block would copy whatever its bytes hold
+// and free it into this thread's cache, to the same two owners.
+TEST_F(DoubleFreeDeathTest, ReallocOfANeverHandedOutBlockAborts) {
+  void* p = malloc(opaque<size_t>(80));
+  ASSERT_EQ(malloc_usable_size(p), 80u);
+  constexpr std::uintptr_t kSpan = std::uintptr_t{128} << 10;
+  const std::uintptr_t span = reinterpret_cast<std::uintptr_t>(p) & ~(kSpan - 1);
+  void* never = reinterpret_cast<void*>(span + (kSpan / 80 - 1) * 80);
+  std::ostringstream expected;
+  expected << "poolalloc: realloc\\(" << never
+           << "\\): not a block that malloc handed out: the 80-byte block \\(size class [0-9]+\\) "
+              "lies in its span's never-used range";
+  EXPECT_DEATH(hide(realloc(never, opaque<size_t>(200))), expected.str());
+  free(p);
+}
+
 }  // namespace malloc_test
