@@ -66,10 +66,11 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
-  // Other threads' caches: by their owners at their next slow path (an idle thread's bins stay
-  // where they are: only their owner may touch them).
+  // Other threads' caches: all but a block per bin now, and the rest by their owners at their
+  // next slow path.
   request_cache_flush();
   reap_dead_caches();
+  reclaim_caches(Reclaim::kAll);
   empty_central_stacks();
   purge_free_blocks();
   const bool released_pools = release_retained_spans() != 0;

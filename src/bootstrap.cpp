@@ -45,9 +45,9 @@ constinit bool g_locked_for_fork = false;
 // handler that interrupted malloc does not deadlock on the lock it interrupted.
 void prepare_fork() {
   if (__libc_single_threaded) return;
+  lock_thread_caches_for_fork();
   lock_central_lists_for_fork();
   lock_span_carving_for_fork();
-  lock_thread_caches_for_fork();
   g_locked_for_fork = true;
 }
 

@@ -91,7 +91,7 @@ Span* concat(Span* more, Span* spans) {
 }
 
 struct alignas(64) ClassList {
-  Lock lock;  // first in the lock order (lock.hpp)
+  Lock lock;  // third in the lock order (lock.hpp)
   // Blocks given back while the lock was held for fork(), linked through their first word:
   // pushed without the lock, drained into their spans by the next holder.
   std::atomic<void*> orphans{nullptr};

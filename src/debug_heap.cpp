@@ -77,7 +77,7 @@ class Quarantine {
   std::size_t first_ = 0, count_ = 0, bytes_ = 0;
 };
 
-// The debug heap's lock, fourth in the lock order (lock.hpp): it guards g_registry,
+// The debug heap's lock, fifth in the lock order (lock.hpp): it guards g_registry,
 // g_quarantine and g_to_release, and is never held while calling into the allocator underneath.
 //
 // The fork protocol is the core's (lock.hpp, bootstrap.cpp): from the prepare handler to the

@@ -34,6 +34,7 @@ void decay_if_due() {
     return;
   if (due == 0) return;
   reap_dead_caches();
+  reclaim_caches(Reclaim::kIdle);
   empty_central_stacks();
   purge_free_blocks();
   decay_retained_spans();

@@ -2,14 +2,16 @@
 // anything. Nothing runs in the background and the fast paths do no work for it: the thread
 // caches' slow paths count their entries and read a coarse clock every few of them, and the
 // thread that finds a period over runs one decay step:
+// - the caches of threads that ran no slow path during the whole last period (idle, or gone
+//   without their exit flush) give their blocks back into the spans (thread_cache.cpp says how
+//   another thread can take them without stopping their owner);
 // - the central stacks go back into their spans: blocks that cycle between caches and stacks
 //   would otherwise keep the live set spread over every span the program ever touched (a burst
 //   freed in random order leaves the stacked blocks pinning thousands of spans);
 // - the retained empty spans that no carve reached during the period go back to the OS;
 // - the flush epoch moves on, and each thread empties its whole cache into the spans at its next
 //   slow path, so that its refills come from few spans and the spans that only scattered cached
-//   blocks kept alive empty and are released. (Another thread cannot take a cache's bins: their
-//   owner's fast path pops and pushes them with plain loads and stores.)
+//   blocks kept alive empty and are released.
 // Period: POOLALLOC_DECAY_MS, 1000 by default; 0 runs a step at every clock check.
 #pragma once
 

@@ -2,12 +2,12 @@
 // serve it. A table lookup, a handful of loads and stores to thread-local memory, no lock and
 // no atomic; everything else is in the slow paths of thread_cache.cpp.
 //
-// What it costs, as exported (g++ 12 -O3, x86-64; objdump of libpoolalloc.so): malloc is 18
-// instructions before its ret (size check 2, class lookup 4, bin address 3, pop 7, clearing the
-// mark 1, result 1); free is 37 (region check 6, span class and block-start check 11, the check
-// that the block was ever handed out 6, bin address 3, push 11 with the double-free check). A
-// malloc(64)/free pair in a loop measures 69 under callgrind, the loop's own included
-// (scripts/fastpath-instructions.sh).
+// What it costs, as exported (g++ 12 -O3, x86-64; objdump of libpoolalloc.so): malloc is 21
+// instructions before its ret (size check 2, class lookup 4, bin address 3, pop 11 of which 3 are
+// the second look at bottom that lets other threads reclaim the bin, clearing the mark 1); free
+// is 37 (region check 6, span class and block-start check 10, the check that the block was ever
+// handed out 5, bin address 5, push 11 with the double-free check). A malloc(64)/free pair in a
+// loop measures 72 under callgrind, the loop's own included (scripts/fastpath-instructions.sh).
 #pragma once
 
 #include <array>
@@ -52,12 +52,19 @@ inline constexpr SpanBlockStarts kSpanBlockStarts = [] {
 // bin and its top slot, never the block: clearing its mark is a store.
 inline void* pop_cached(std::size_t cls) {
   CacheBin* const bin = &t_cache->bin_of_class(cls);
-  void** const top = bin->top;
-  if (top == bin->slots) [[unlikely]]
+  void** const top = bin->top_slot();
+  if (top <= bin->bottom_slot()) [[unlikely]]  // <=: another thread may have moved bottom up
     return nullptr;
-  void* block = top[-1];
-  bin->top = top - 1;
+  // Takes the block first, then looks at bottom again: a thread reclaiming blocks from this
+  // bin may have moved it meanwhile (thread_cache.cpp, reclaim_caches, says why this order).
+  bin->top.store(top - 1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (top - 1 < bin->bottom_slot()) [[unlikely]] {
+    bin->top.store(top, std::memory_order_relaxed);
+    return nullptr;
+  }
   bin->requests += 1;
+  void* block = top[-1];
   clear_mark(block);
   return block;
 }
@@ -72,7 +79,7 @@ inline void* pool_allocate(unsigned cls) {
 // Pushes the block on the bin; false when the bin is full or the block carries its free mark
 // already (a double free, which the slow path reports).
 inline bool push_cached(CacheBin& bin, void* block) {
-  void** const top = bin.top;
+  void** const top = bin.top_slot();
   if (top == bin.end) [[unlikely]]
     return false;
   const std::uintptr_t mark = mark_of(block);
@@ -80,7 +87,7 @@ inline bool push_cached(CacheBin& bin, void* block) {
     return false;
   words_of(block)[1] = mark;
   *top = block;
-  bin.top = top + 1;
+  bin.top.store(top + 1, std::memory_order_release);  // the slot before the top that shows it
   return true;
 }
 

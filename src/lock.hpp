@@ -3,10 +3,14 @@
 //
 // Lock order. A thread holding a lock takes only locks later in this list, and the prepare
 // handlers of fork() acquire them in this order:
-//   1. a size class's central list lock (central_lists.cpp), one class at a time, in class order
-//   2. the span carving lock (span_carving.cpp), taken under 1 when a class carves a span
-//   3. the thread cache registry lock (thread_cache.cpp), never held with 1 or 2
-//   4. the debug heap's lock (debug_heap.cpp), never held while calling into 1-3
+//   0. a thread cache's lock (thread_cache.cpp), which its owner takes first in its slow paths;
+//      a thread that reclaims blocks from other threads' caches only tries it (try_lock) and
+//      waits for no cache's lock, so that these locks form no cycle; not taken for fork
+//   1. the reclaim lock (thread_cache.cpp): one thread reclaims from caches at a time
+//   2. the thread cache registry lock (thread_cache.cpp), never held with 3 or 4
+//   3. a size class's central list lock (central_lists.cpp), one class at a time, in class order
+//   4. the span carving lock (span_carving.cpp), taken under 3 when a class carves a span
+//   5. the debug heap's lock (debug_heap.cpp), never held while calling into 0-4
 // Critical sections call nothing outside the allocator but mmap, mprotect and madvise, so a
 // holder never waits for anything but a lock later in the order: the forking thread's wait for
 // each lock is bounded.
@@ -29,6 +33,11 @@ class Lock {
     int expected = kFree;
     if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire)) [[unlikely]]
       lock_contended(/*give_up_when_forking=*/false);
+  }
+  // Takes the lock if it is free; false, without waiting, when it is not.
+  [[nodiscard]] bool try_lock() {
+    int expected = kFree;
+    return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire);
   }
   // Takes the lock unless it is held for fork(); false, without waiting, when it is.
   [[nodiscard]] bool lock_unless_forking() {

@@ -21,7 +21,7 @@ constexpr std::size_t kGrowthStep = 16;
 constexpr std::uint32_t kMinGrowthBackoff = 16;
 constexpr std::uint32_t kMaxGrowthBackoff = 4096;
 
-Lock g_carving_lock;                  // second in the lock order (lock.hpp)
+Lock g_carving_lock;                  // fourth in the lock order (lock.hpp)
 std::size_t g_fresh_span = 0;         // spans [0, g_fresh_span) have been carved at least once
 std::uint32_t g_growth_backoff = 0;   // after the last failure (0: the last growth succeeded)
 std::uint32_t g_growth_deferred = 0;  // carve requests left to refuse before trying again

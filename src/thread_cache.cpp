@@ -1,5 +1,6 @@
 #include "thread_cache.hpp"
 
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -35,8 +36,9 @@ constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = fa
 constexpr std::size_t kCachesPerMapping = 8;
 constexpr std::size_t kCacheStride = (sizeof(ThreadCache) + kSlotCount * sizeof(void*) + 63) & ~63;
 
-Lock g_registry_lock;           // third in the lock order (lock.hpp), never held with the others
-ThreadCache* g_live = nullptr;  // caches of running threads
+Lock g_reclaim_lock;                // first in the lock order (lock.hpp): one reclaim at a time
+Lock g_registry_lock;               // second in the lock order, never held with the central locks
+ThreadCache* g_live = nullptr;      // caches of running threads
 ThreadCache* g_recycled = nullptr;  // caches of exited threads, ready for new ones
 std::uint64_t g_live_count = 0;
 std::uint64_t g_exited_requests[kClassCount] = {};
@@ -76,15 +78,18 @@ ThreadCache* new_cache() {
   g_recycled = cache->next;
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     CacheBin& bin = cache->bin_of_class(cls);
+    bin.bottom.store(cache->home_of_class(cls), std::memory_order_relaxed);
     bin.set_count(0);
     bin.set_limit(initial_limit(cls));
     bin.requests = 0;
   }
+  cache->reclaimed = false;
   cache->prev = nullptr;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
   cache->owner_pid = static_cast<int>(getpid());
   cache->owner_tid = static_cast<int>(gettid());
-  cache->flush_epoch = g_flush_epoch.load(std::memory_order_relaxed);
+  cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
   cache->next = g_live;
@@ -115,7 +120,7 @@ void recycle(ThreadCache* cache) {
 // A flushed cache's slots give their pages back (its thread touched as many as its bins grew);
 // outside the registry lock, as madvise is a system call.
 void release_slot_pages(ThreadCache* cache) {
-  const auto slots = reinterpret_cast<std::uintptr_t>(cache->bin_of_class(0).slots);
+  const auto slots = reinterpret_cast<std::uintptr_t>(cache->slots());
   const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
   const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
   if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
@@ -131,12 +136,12 @@ void retire_cache(ThreadCache* cache) {
 // Gives the bin's blocks back to the central lists (which keep them aside, without waiting,
 // while held for fork()).
 void flush_bin(unsigned cls, CacheBin& bin) {
-  give_blocks(cls, bin.slots, bin.count());
+  give_blocks(cls, bin.bottom_slot(), bin.count());
   bin.set_count(0);
 }
 
 void empty_bin_into_spans(unsigned cls, CacheBin& bin) {
-  return_blocks_to_spans(cls, bin.slots, bin.count());
+  return_blocks_to_spans(cls, bin.bottom_slot(), bin.count());
   bin.set_count(0);
   bin.set_limit(initial_limit(cls));
 }
@@ -165,8 +170,8 @@ void housekeeping(ThreadCache& cache, unsigned cls) {
     decay_if_due();
   }
   const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
-  if (cache.flush_epoch != epoch) [[unlikely]] {
-    cache.flush_epoch = epoch;
+  if (cache.flush_epoch.load(std::memory_order_relaxed) != epoch) [[unlikely]] {
+    cache.flush_epoch.store(epoch, std::memory_order_relaxed);
     empty_into_spans(cache);
   }
   if (cache.draining[cls] != 0) [[unlikely]] {
@@ -175,12 +180,64 @@ void housekeeping(ThreadCache& cache, unsigned cls) {
   }
 }
 
+// Under the cache's lock, in its owner's slow path: the bins that other threads reclaimed
+// blocks from move what is left back to their homes, where the slow paths expect it.
+void settle(ThreadCache& cache) {
+  if (!cache.reclaimed) [[likely]]
+    return;
+  cache.reclaimed = false;
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    CacheBin& bin = cache.bin_of_class(cls);
+    void** const home = cache.home_of_class(cls);
+    if (bin.bottom_slot() == home) continue;
+    void** const top = std::copy(bin.bottom_slot(), bin.top_slot(), home);
+    bin.bottom.store(home, std::memory_order_relaxed);
+    bin.top.store(top, std::memory_order_relaxed);
+  }
+}
+
+// The owner's slow paths run with their cache locked and settled.
+class OwnerGuard {
+ public:
+  explicit OwnerGuard(ThreadCache& cache) : guard_(cache.lock) { settle(cache); }
+
+ private:
+  LockGuard guard_;
+};
+
+void flush_cache(ThreadCache& cache) {
+  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, cache.bin_of_class(cls));
+}
+
 void on_thread_exit(void* data) {
   auto* cache = static_cast<ThreadCache*>(data);
-  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, cache->bin_of_class(cls));
+  {
+    OwnerGuard owner(*cache);
+    flush_cache(*cache);
+  }
   t_cache = &g_empty_cache;
   t_exited = true;
   retire_cache(cache);
+}
+
+// Whether membarrier(2) can order this process's threads (registered once at start-up, and
+// again in a child of fork() if the kernel asks). ThreadSanitizer cannot see the order it
+// gives, so its builds never reclaim.
+constinit bool g_can_reclaim = false;
+
+bool register_membarrier() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+// A full memory barrier in every running thread of the process, as if each had executed one
+// where it stands (a thread that is not running passes one when it is next scheduled).
+bool barrier_in_every_thread() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const bool done = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ||
+                    (register_membarrier() &&
+                     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return done;
 }
 
 // The calling thread's cache, created on its first allocation; nullptr for a thread that
@@ -201,6 +258,14 @@ ThreadCache* own_cache() {
 
 void init_thread_caches() {
   pthread_key_create(&g_exit_key, on_thread_exit);
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define POOLALLOC_UNDER_TSAN 1
+#endif
+#endif
+#if !defined(__SANITIZE_THREAD__) && !defined(POOLALLOC_UNDER_TSAN)
+  g_can_reclaim = register_membarrier();
+#endif
 }
 
 void* refill_and_allocate(unsigned cls) {
@@ -210,13 +275,18 @@ void* refill_and_allocate(unsigned cls) {
     if (take_blocks(cls, &block, 1) == 0) return nullptr;
     g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
   } else {
+    OwnerGuard owner(*cache);
     housekeeping(*cache, cls);
     CacheBin& bin = cache->bin_of_class(cls);
-    bin.set_count(take_blocks(cls, bin.slots, std::max<std::uint32_t>(1, bin.limit() / 2)));
-    grow(cls, bin);
-    if (bin.top == bin.slots) return nullptr;
+    if (bin.count() == 0) {  // not so when a reclaim that the fast path saw was undone
+      bin.set_count(
+          take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2)));
+      grow(cls, bin);
+      if (bin.count() == 0) return nullptr;
+    }
     ++bin.requests;
-    block = *--bin.top;
+    bin.set_count(bin.count() - 1);
+    block = *bin.top_slot();
   }
   clear_mark(block);
   return block;
@@ -230,24 +300,28 @@ void flush_and_deallocate(unsigned cls, void* block) {
   if (cache == nullptr) {
     give_blocks(cls, &block, 1);
   } else {
+    OwnerGuard owner(*cache);
     housekeeping(*cache, cls);
     CacheBin& bin = cache->bin_of_class(cls);
-    if (bin.top == bin.end && bin.limit() < bin_capacity(cls)) {
+    if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
       grow(cls, bin);
-    } else if (bin.top == bin.end) {
+    } else if (bin.top_slot() == bin.end) {
       // The older half goes; the blocks freed last, likely still in the CPU's caches, stay.
       const std::uint32_t older = bin.count() / 2;
-      give_blocks(cls, bin.slots, older);
-      bin.top = std::copy(bin.slots + older, bin.top, bin.slots);
+      void** const bottom = bin.bottom_slot();
+      give_blocks(cls, bottom, older);
+      bin.top.store(std::copy(bottom + older, bin.top_slot(), bottom), std::memory_order_relaxed);
     }
-    *bin.top++ = block;
+    *bin.top_slot() = block;
+    bin.set_count(bin.count() + 1);
   }
   errno = saved_errno;
 }
 
 void flush_thread_cache() {
   if (t_cache == &g_empty_cache) return;
-  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, t_cache->bin_of_class(cls));
+  OwnerGuard owner(*t_cache);
+  flush_cache(*t_cache);
 }
 
 // Held for fork(), the registry cannot change: it is read as it is. (The forking thread
@@ -277,13 +351,86 @@ void reap_dead_caches() {
   }
   while (dead != nullptr) {
     ThreadCache* next = dead->next;
-    for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, dead->bin_of_class(cls));
+    {
+      LockGuard reclaiming(dead->lock);  // a reclaim that found it alive may hold it
+      flush_cache(*dead);
+    }
     release_slot_pages(dead);
     TryLockGuard guard(g_registry_lock);
     if (guard.locked()) recycle(dead);
     dead = next;
   }
   errno = saved_errno;
+}
+
+// Reclaiming another thread's bin without stopping its owner. The owner's pop (fast_path.hpp)
+// moves top down first and then reads bottom; if top fell below it, it puts top back and takes
+// the slow path, which waits for the cache's lock. It uses no fence: the reclaiming thread makes
+// one for it. Holding the lock (no slow path of the owner runs), it reads top (T0), moves bottom
+// up to T0 and runs membarrier(2), which puts a full barrier at some point M of the owner's
+// instruction stream (an interrupt if it runs, the context switch if not). Then it reads top
+// again (T1), takes [old bottom, min(T1, T0)) and sets bottom there. Why no block is had twice:
+// - a pop that reads bottom after M sees T0 or the final bottom, and takes only blocks at or
+//   above what it saw, never one the reclaimer takes;
+// - a pop that read bottom before M also moved top before M, so T1 is at most the slot of the
+//   block it took; a slot at or above T1 is not taken, and a slot below it that a later push
+//   refilled holds that push's block, which the owner gave up (the push stores top with release
+//   ordering, T1 is read with acquire: the reclaimer reads the slot's new contents);
+// - a pop that moved top down and then puts it back (bottom too high) leaves its block in the
+//   bin: if T1 was read in between, the block is at T1, above what is taken.
+// Pushes write at top, which never falls below the final bottom but for such a moment.
+void reclaim_caches(Reclaim which) {
+  if (!g_can_reclaim) return;
+  TryLockGuard reclaiming(g_reclaim_lock);
+  if (!reclaiming.locked()) return;
+  ThreadCache* claimed = nullptr;
+  {
+    TryLockGuard registry(g_registry_lock);
+    if (!registry.locked()) return;
+    const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
+    for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
+      // An active thread empties its own cache at its next slow path.
+      if (which == Reclaim::kIdle && cache->flush_epoch.load(std::memory_order_relaxed) == epoch)
+        continue;
+      if (cache == t_cache || !cache->lock.try_lock()) continue;
+      bool moved = false;
+      for (unsigned cls = 0; cls < kClassCount; ++cls) {
+        CacheBin& bin = cache->bin_of_class(cls);
+        void** const bottom = bin.bottom_slot();
+        void** const top = bin.top_slot();
+        cache->reclaim_from[cls] = bottom;
+        cache->reclaim_to[cls] = top;
+        if (top <= bottom) continue;
+        bin.bottom.store(top, std::memory_order_relaxed);
+        moved = true;
+      }
+      if (!moved) {
+        cache->lock.unlock();
+        continue;
+      }
+      cache->reclaim_next = claimed;
+      claimed = cache;
+    }
+  }
+  if (claimed == nullptr) return;
+  const bool ordered = barrier_in_every_thread();
+  while (claimed != nullptr) {
+    ThreadCache* const cache = claimed;
+    claimed = cache->reclaim_next;
+    for (unsigned cls = 0; cls < kClassCount; ++cls) {
+      CacheBin& bin = cache->bin_of_class(cls);
+      void** const from = cache->reclaim_from[cls];
+      if (cache->reclaim_to[cls] <= from) continue;
+      void** const bottom =
+          ordered ? std::min(bin.top.load(std::memory_order_acquire), cache->reclaim_to[cls])
+                  : from;
+      bin.bottom.store(bottom, std::memory_order_relaxed);
+      if (bottom == from) continue;
+      return_blocks_to_spans(cls, from, static_cast<std::uint32_t>(bottom - from));
+      cache->reclaimed = true;
+    }
+    cache->lock.unlock();
+  }
 }
 
 ClassUsage class_usage(unsigned cls) {
@@ -303,6 +450,7 @@ std::uint64_t live_thread_caches() {
 }
 
 void lock_thread_caches_for_fork() {
+  g_reclaim_lock.lock_for_fork();
   g_registry_lock.lock_for_fork();
 }
 // In the child only the forking thread lives on: the other threads' caches leave the live list
@@ -322,6 +470,7 @@ void unlock_thread_caches_after_fork(bool in_child) {
     }
   }
   g_registry_lock.unlock_after_fork(in_child);
+  g_reclaim_lock.unlock_after_fork(in_child);
 }
 
 }  // namespace poolalloc::internal

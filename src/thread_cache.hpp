@@ -4,10 +4,12 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "central_lists.hpp"
+#include "lock.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
@@ -16,18 +18,30 @@ namespace poolalloc::internal {
 // blocks: malloc reads nothing from the block it returns (blocks freed in a random order would
 // make a list a chain of dependent cache misses), and a write into a freed block can redirect
 // no later malloc.
+//
+// The owner's fast path pops and pushes at `top` with plain loads and stores (relaxed atomics,
+// the same instructions). Another thread may take the older blocks, at `bottom`, from the bins
+// of a cache it has locked (reclaim_caches: malloc_trim, and decay for idle threads); the
+// owner's slow path locks its cache and puts what is left back at the bin's home.
 struct alignas(32) CacheBin {
-  void** top = nullptr;        // [slots, top) are free blocks, each with its free mark; top[-1] is
-                               // the block freed last
-  void** end = nullptr;        // slots + limit: a free that finds top == end takes the slow path
-  void** slots = nullptr;      // all nullptr in the empty cache, so that both fast paths are slow
-  std::uint64_t requests = 0;  // allocations served from this bin (statistics)
+  std::atomic<void**> top{nullptr};  // [bottom, top) are free blocks, each with its free mark;
+                                     // top[-1] is the block freed last
+  void** end = nullptr;  // home + limit: a free that finds top == end takes the slow path
+  std::atomic<void**> bottom{nullptr};  // the bin's home, or above it once blocks were
+                                        // reclaimed; all nullptr in the empty cache, so that
+                                        // both fast paths are slow
+  std::uint64_t requests = 0;           // allocations served from this bin (statistics)
 
-  std::uint32_t count() const { return static_cast<std::uint32_t>(top - slots); }
-  // The limit grows with traffic (thread_cache.cpp); only the owner reads or writes it.
-  std::uint32_t limit() const { return static_cast<std::uint32_t>(end - slots); }
-  void set_limit(std::uint32_t limit) { end = slots + limit; }
-  void set_count(std::uint32_t count) { top = slots + count; }
+  void** top_slot() const { return top.load(std::memory_order_relaxed); }
+  void** bottom_slot() const { return bottom.load(std::memory_order_relaxed); }
+  std::uint32_t count() const { return static_cast<std::uint32_t>(top_slot() - bottom_slot()); }
+  // The owner's slow path, which has settled the bin (bottom at home), alone reads or writes the
+  // limit, which grows with traffic (thread_cache.cpp).
+  std::uint32_t limit() const { return static_cast<std::uint32_t>(end - bottom_slot()); }
+  void set_limit(std::uint32_t limit) { end = bottom_slot() + limit; }
+  void set_count(std::uint32_t count) {
+    top.store(bottom_slot() + count, std::memory_order_relaxed);
+  }
 };
 static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift");
 
@@ -53,28 +67,39 @@ class ThreadCache {
   // The bin that serves class `cls`.
   CacheBin& bin_of_class(std::size_t cls) { return bins_[cls]; }
   const CacheBin& bin_of_class(std::size_t cls) const { return bins_[cls]; }
-  // Points each bin at its share of `slots`, kSlotCount pointers that stay the cache's (a
-  // cache's bins are set up once, when it is first made).
-  void attach_slots(void** slots) {
-    for (unsigned cls = 0; cls < kClassCount; ++cls)
-      bin_of_class(cls).slots = bin_of_class(cls).top = bin_of_class(cls).end =
-          &slots[kSlotOffsets[cls]];
-  }
+  // Where the bin of class `cls` keeps its blocks when nothing was reclaimed from it.
+  void** home_of_class(std::size_t cls) const { return slots_ + kSlotOffsets[cls]; }
+  // `slots`: kSlotCount pointers that stay the cache's (set once, when the cache is first made).
+  void attach_slots(void** slots) { slots_ = slots; }
+  void** slots() const { return slots_; }
 
+ private:
+  // First, so that the fast path finds the bin of class cls at t_cache + 32 * cls.
+  CacheBin bins_[kClassCount];
+  void** slots_ = nullptr;
+
+ public:
   ThreadCache* next = nullptr;  // in the registry of live caches
   ThreadCache* prev = nullptr;
-  // Slow-path housekeeping (decay.hpp): the flush epoch this cache last emptied itself at, how
-  // many slow paths remain before the next look at the clock, and per class how many more slow
-  // paths empty the bin into the spans after that (see empty_into_spans).
-  std::uint32_t flush_epoch = 0;
+  // Held by the owner's slow paths and by a thread reclaiming blocks from the bins.
+  Lock lock;
+  // Under `lock`: another thread took blocks from some bins (their bottoms are above home).
+  bool reclaimed = false;
+  // Scratch of reclaim_caches, under `lock`: each bin's bottom and top when it was moved, and
+  // the next cache being reclaimed.
+  void** reclaim_from[kClassCount] = {};
+  void** reclaim_to[kClassCount] = {};
+  ThreadCache* reclaim_next = nullptr;
+  // Slow-path housekeeping (decay.hpp): the flush epoch this cache last emptied itself at (read
+  // by decay to find idle caches), how many slow paths remain before the next look at the
+  // clock, and per class how many more slow paths empty the bin into the spans after that (see
+  // empty_into_spans).
+  std::atomic<std::uint32_t> flush_epoch{0};
   std::uint32_t clock_countdown = 0;
   std::uint8_t draining[kClassCount] = {};
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
-
- private:
-  CacheBin bins_[kClassCount];
 };
 
 // What t_cache points to before a thread's first allocation and after its exit: all bins
@@ -96,6 +121,12 @@ void flush_and_deallocate(unsigned cls, void* block);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();
+
+// malloc_trim (kAll) and decay (kIdle: caches whose owner ran no slow path for a whole decay
+// period): takes the blocks of other threads' bins back into their spans, while their owners
+// run on. Does nothing where the kernel has no membarrier(2).
+enum class Reclaim { kAll, kIdle };
+void reclaim_caches(Reclaim which);
 
 // Decay and malloc_trim: flushes and recycles the caches of threads that are gone without their
 // exit flush (a thread whose first allocation came in the last round of pthread key
