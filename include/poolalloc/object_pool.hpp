@@ -16,8 +16,10 @@
 // thread (or Synchronized<Pool<T>>).
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <new>
 #include <ostream>
@@ -46,8 +48,12 @@ class Handle {
   Handle() = default;
   [[nodiscard]] std::uint32_t id() const { return key_.id; }
   [[nodiscard]] std::uint32_t generation() const { return key_.generation; }
-  friend bool operator==(Handle a, Handle b) {
-    return a.key_.id == b.key_.id && a.key_.generation == b.key_.generation;
+  friend bool operator==(Handle a, Handle b) { return a.packed() == b.packed(); }
+  // Ordered and hashable, so that handles can key std::map, std::set and std::unordered_map:
+  // by id, then generation (an order of no other meaning).
+  friend auto operator<=>(Handle a, Handle b) { return a.packed() <=> b.packed(); }
+  [[nodiscard]] std::uint64_t packed() const {
+    return std::uint64_t{key_.id} << 32 | key_.generation;
   }
 
  private:
@@ -322,3 +328,10 @@ class Pool {
 };
 
 }  // namespace poolalloc
+
+template <class T>
+struct std::hash<poolalloc::Handle<T>> {
+  std::size_t operator()(poolalloc::Handle<T> handle) const noexcept {
+    return std::hash<std::uint64_t>()(handle.packed());
+  }
+};

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -235,6 +236,27 @@ TEST(Pool, ADefaultHandleRefersToNothing) {
   EXPECT_EQ(pool.handle_of(nullptr), Handle<Counted>());
   EXPECT_NE(pool.handle_of(object), Handle<Counted>());
   pool.despawn(object);
+}
+
+TEST(Pool, HandlesKeyOrderedAndHashedContainers) {
+  Pool<Counted> pool(8, Growth::fixed);
+  const Handle<Counted> first = pool.handle_of(pool.spawn(1));
+  pool.despawn(first);
+  const Handle<Counted> reused = pool.handle_of(pool.spawn(2));  // same slot, next generation
+  const Handle<Counted> other = pool.handle_of(pool.spawn(3));
+  ASSERT_EQ(first.id(), reused.id());
+  EXPECT_LT(first, reused);
+  EXPECT_TRUE((first <=> reused) < 0);
+  EXPECT_TRUE((other <=> other) == 0);
+  const std::set<Handle<Counted>> ordered{reused, first, other, first};
+  EXPECT_EQ(ordered.size(), 3u);
+  EXPECT_EQ(*ordered.begin(), first);
+  std::unordered_map<Handle<Counted>, int> names{{first, 1}, {reused, 2}, {other, 3}};
+  EXPECT_EQ(names.size(), 3u);
+  EXPECT_EQ(names.at(reused), 2);
+  EXPECT_EQ(names.count(Handle<Counted>()), 0u);
+  pool.despawn(reused);
+  pool.despawn(other);
 }
 
 TEST(Pool, AHandleOfAnotherPoolFindsNothing) {
