@@ -12,8 +12,9 @@
 //   boundary is reported and aborts.
 // - Debug checks (POOLALLOC_DEBUG, or DebugChecks::on): double-free detection, fill patterns
 //   (detail/debug_blocks.hpp), a leak list on destroy(), and guard bytes around every block of a
-//   pool that allocates its memory. A pool created over caller memory gets no guard bytes, so
-//   that debug checks never change how many blocks a buffer holds. Without debug checks they
+//   chunk that the pool allocates. Chunks of caller memory (create over a buffer, grow with
+//   memory) get no guard bytes, so that debug checks never change how many blocks a buffer
+//   holds. Without debug checks they
 //   cost one predictable branch per call.
 //
 // Not thread-safe, by choice: use one pool per thread.
@@ -70,7 +71,7 @@ class FixedPool {
               std::size_t alignment = alignof(std::max_align_t), Growth growth = Growth::fixed,
               DebugChecks debug = kDefaultDebugChecks) {
     destroy();
-    if (configure(block_size, alignment, growth, debug, true) && add_owned_chunk(block_count)) {
+    if (configure(block_size, alignment, growth, debug) && add_owned_chunk(block_count)) {
       return true;
     }
     destroy();
@@ -82,8 +83,7 @@ class FixedPool {
   bool create(void* buffer, std::size_t buffer_bytes, std::size_t block_size, std::size_t alignment,
               Growth growth = Growth::fixed, DebugChecks debug = kDefaultDebugChecks) {
     destroy();
-    if (configure(block_size, alignment, growth, debug, false) &&
-        add_caller_chunk(buffer, buffer_bytes)) {
+    if (configure(block_size, alignment, growth, debug) && add_caller_chunk(buffer, buffer_bytes)) {
       return true;
     }
     destroy();
@@ -102,7 +102,7 @@ class FixedPool {
     for (const Chunk& chunk : chunks_) free_chunk(chunk);
     chunks_.clear();
     current_ = &detail::kNoBlocks;
-    layout_ = {};
+    owned_layout_ = caller_layout_ = {};
     alignment_ = 1;
     capacity_ = used_ = peak_used_ = 0;
     growth_ = Growth::fixed;
@@ -147,9 +147,9 @@ class FixedPool {
     if (chunks_.empty() || memory == nullptr) return false;
     for (Chunk& chunk : chunks_) {
       if (chunk.owned || chunk.end != memory) continue;
-      const std::size_t room = max_blocks_per_chunk() - chunk.blocks.block_count();
+      const std::size_t room = max_blocks_per_chunk(caller_layout_) - chunk.blocks.block_count();
       const std::size_t unused = static_cast<std::size_t>(chunk.end - end_of_blocks(chunk));
-      const std::size_t extra = std::min((unused + bytes) / layout_.stride, room);
+      const std::size_t extra = std::min((unused + bytes) / caller_layout_.stride, room);
       if (extra == 0) break;
       chunk.blocks.extend(static_cast<std::uint32_t>(extra));
       chunk.end += bytes;
@@ -180,7 +180,7 @@ class FixedPool {
   void set_name(const char* name) { name_.set(name); }
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 
-  [[nodiscard]] std::size_t block_size() const { return layout_.payload; }
+  [[nodiscard]] std::size_t block_size() const { return owned_layout_.payload; }
   [[nodiscard]] std::size_t capacity() const { return capacity_; }
   [[nodiscard]] std::size_t free_count() const { return capacity_ - used_; }
   [[nodiscard]] std::size_t used_count() const { return used_; }
@@ -201,7 +201,7 @@ class FixedPool {
       if (debug_) {
         for (std::uint32_t i = 0; i < chunk.guarded; ++i) {
           const std::byte* block = chunk.blocks.block_at(i);
-          chunk.allocated.test(i) ? check_guards(block) : check_free_block(block);
+          chunk.allocated.test(i) ? check_guards(chunk, block) : check_free_block(chunk, block);
         }
       }
       if (!chunk.blocks.free_list_is_consistent()) fail("free list corrupted");
@@ -219,12 +219,12 @@ class FixedPool {
     std::uint32_t guarded = 0;  // blocks [0, guarded) have had their guard bytes written
   };
 
-  bool configure(std::size_t block_size, std::size_t alignment, Growth growth, DebugChecks debug,
-                 bool owns_memory) {
-    const auto layout =
-        detail::block_layout(block_size, alignment, debug == DebugChecks::on && owns_memory);
-    if (!layout || layout->stride > UINT32_MAX) return false;
-    layout_ = *layout;
+  bool configure(std::size_t block_size, std::size_t alignment, Growth growth, DebugChecks debug) {
+    const auto owned = detail::block_layout(block_size, alignment, debug == DebugChecks::on);
+    const auto caller = detail::block_layout(block_size, alignment, false);
+    if (!owned || !caller || owned->stride > UINT32_MAX) return false;
+    owned_layout_ = *owned;
+    caller_layout_ = *caller;
     alignment_ = alignment;
     growth_ = growth;
     debug_ = debug == DebugChecks::on;
@@ -235,14 +235,18 @@ class FixedPool {
     if (chunk.owned) ::operator delete (chunk.memory, std::align_val_t{alignment_});
   }
 
-  // 0 before create() has set a layout.
-  [[nodiscard]] std::size_t max_blocks_per_chunk() const {
-    return layout_.stride == 0 ? 0 : UINT32_MAX / layout_.stride;
+  [[nodiscard]] const detail::BlockLayout& layout_of(const Chunk& chunk) const {
+    return chunk.owned ? owned_layout_ : caller_layout_;
+  }
+
+  // 0 before create() has set the layouts.
+  [[nodiscard]] static std::size_t max_blocks_per_chunk(const detail::BlockLayout& layout) {
+    return layout.stride == 0 ? 0 : UINT32_MAX / layout.stride;
   }
 
   bool add_owned_chunk(std::size_t block_count) {
-    if (block_count == 0 || block_count > max_blocks_per_chunk()) return false;
-    const std::size_t bytes = block_count * layout_.stride;
+    if (block_count == 0 || block_count > max_blocks_per_chunk(owned_layout_)) return false;
+    const std::size_t bytes = block_count * owned_layout_.stride;
     void* memory = ::operator new (bytes, std::align_val_t{alignment_}, std::nothrow);
     if (memory == nullptr) return false;
     auto* begin = static_cast<std::byte*>(memory);
@@ -254,7 +258,8 @@ class FixedPool {
     if (buffer == nullptr) return false;
     const std::size_t padding = detail::padding_to_align(buffer, alignment_);
     if (bytes < padding) return false;
-    const std::size_t count = std::min((bytes - padding) / layout_.stride, max_blocks_per_chunk());
+    const std::size_t count =
+        std::min((bytes - padding) / caller_layout_.stride, max_blocks_per_chunk(caller_layout_));
     if (count == 0) return false;
     auto* begin = static_cast<std::byte*>(buffer);
     add_chunk(begin + padding, begin + bytes, count, false);
@@ -263,19 +268,20 @@ class FixedPool {
 
   void add_chunk(std::byte* memory, std::byte* end, std::size_t block_count, bool owned) {
     Chunk& chunk = chunks_.emplace_back();
-    chunk.blocks = detail::LazyBlockList(memory + layout_.front_guard,
-                                         static_cast<std::uint32_t>(layout_.stride),
+    chunk.owned = owned;
+    const detail::BlockLayout& layout = layout_of(chunk);
+    chunk.blocks = detail::LazyBlockList(memory + layout.front_guard,
+                                         static_cast<std::uint32_t>(layout.stride),
                                          static_cast<std::uint32_t>(block_count));
     chunk.memory = memory;
     chunk.end = end;
-    chunk.owned = owned;
     if (debug_) chunk.allocated.resize(block_count);
     capacity_ += block_count;
     current_ = &chunk.blocks;
   }
 
   [[nodiscard]] const std::byte* end_of_blocks(const Chunk& chunk) const {
-    return chunk.memory + std::size_t{chunk.blocks.block_count()} * layout_.stride;
+    return chunk.memory + std::size_t{chunk.blocks.block_count()} * layout_of(chunk).stride;
   }
 
   void note_allocated() { peak_used_ = std::max(peak_used_, ++used_); }
@@ -294,7 +300,7 @@ class FixedPool {
         chunk != chunks_.end()) {
       current_ = &chunk->blocks;
     } else if (growth_ == Growth::fixed || chunks_.empty() ||
-               !add_owned_chunk(std::min(capacity_, max_blocks_per_chunk()))) {
+               !add_owned_chunk(std::min(capacity_, max_blocks_per_chunk(owned_layout_)))) {
       return nullptr;
     }
     note_allocated();
@@ -321,15 +327,16 @@ class FixedPool {
     if (block == nullptr) return nullptr;
     Chunk& chunk = *find_chunk(block);
     const std::uint32_t index = chunk.blocks.index_of(block);
+    const detail::BlockLayout& layout = layout_of(chunk);
     if (index < chunk.guarded) {
-      check_free_block(block);
+      check_free_block(chunk, block);
     } else {
-      detail::fill(block - layout_.front_guard, layout_.front_guard, detail::kGuardFill);
-      detail::fill(block + layout_.payload, layout_.back_guard(), detail::kGuardFill);
+      detail::fill(block - layout.front_guard, layout.front_guard, detail::kGuardFill);
+      detail::fill(block + layout.payload, layout.back_guard(), detail::kGuardFill);
       chunk.guarded = index + 1;
     }
     chunk.allocated.set(index);
-    detail::fill(block, layout_.payload, detail::kFreshFill);
+    detail::fill(block, layout.payload, detail::kFreshFill);
     return block;
   }
 
@@ -342,28 +349,31 @@ class FixedPool {
       fail_deallocate(block, index < chunk.guarded ? ", which is already free (double free)"
                                                    : ", which was never allocated");
     }
-    check_guards(static_cast<std::byte*>(block));
+    check_guards(chunk, static_cast<std::byte*>(block));
     before_free(block);
-    detail::fill(static_cast<std::byte*>(block), layout_.payload, detail::kFreedFill);
+    detail::fill(static_cast<std::byte*>(block), block_size(), detail::kFreedFill);
     chunk.allocated.clear(index);
     chunk.blocks.deallocate(block);
     --used_;
   }
 
-  void check_guards(const std::byte* block) const {
-    if (!detail::holds_only(block - layout_.front_guard, layout_.front_guard, detail::kGuardFill)) {
+  // Of a chunk of caller memory, only the bytes that the stride's rounding leaves between
+  // blocks (if any) are checked.
+  void check_guards(const Chunk& chunk, const std::byte* block) const {
+    const detail::BlockLayout& layout = layout_of(chunk);
+    if (!detail::holds_only(block - layout.front_guard, layout.front_guard, detail::kGuardFill)) {
       fail_block(block, "guard bytes before block ", " overwritten");
     }
-    if (!detail::holds_only(block + layout_.payload, layout_.back_guard(), detail::kGuardFill)) {
+    if (!detail::holds_only(block + layout.payload, layout.back_guard(), detail::kGuardFill)) {
       fail_block(block, "guard bytes after block ", " overwritten");
     }
   }
 
   // A free block holds its 4-byte link, then the freed fill.
-  void check_free_block(const std::byte* block) const {
-    check_guards(block);
+  void check_free_block(const Chunk& chunk, const std::byte* block) const {
+    check_guards(chunk, block);
     const std::size_t link = detail::LazyBlockList::kMinBlockSize;
-    if (!detail::holds_only(block + link, layout_.payload - link, detail::kFreedFill)) {
+    if (!detail::holds_only(block + link, block_size() - link, detail::kFreedFill)) {
       fail_block(block, "block ", " written after it was freed");
     }
   }
@@ -389,7 +399,7 @@ class FixedPool {
     detail::Message message;
     message << "poolalloc: ";
     detail::write_title(message, "FixedPool", name(), this)
-        << " (block " << layout_.payload << " B): ";
+        << " (block " << block_size() << " B): ";
     return message;
   }
 
@@ -413,7 +423,8 @@ class FixedPool {
 
   std::vector<Chunk> chunks_;
   detail::LazyBlockList* current_ = &detail::kNoBlocks;  // the chunk used last
-  detail::BlockLayout layout_;
+  detail::BlockLayout owned_layout_;                     // with guard bytes under debug checks
+  detail::BlockLayout caller_layout_;                    // never with guard bytes
   std::size_t alignment_ = 1;
   std::size_t capacity_ = 0;
   std::size_t used_ = 0;

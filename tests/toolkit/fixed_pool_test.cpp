@@ -454,6 +454,28 @@ TEST(FixedPoolDebug, DebugChecksKeepTheNumberOfBlocksACallerBufferHolds) {
   EXPECT_EQ(owned_checked.capacity(), 128u);
 }
 
+// A pool that allocates its own chunks with guard bytes, grown over caller memory: the buffer
+// holds as many blocks as without debug checks, and they are checked all the same (fill
+// patterns, double free).
+TEST(FixedPoolDebug, GrowingOverCallerMemoryAddsAsManyBlocksAsWithoutDebugChecks) {
+  alignas(16) static std::byte buffer[4096];
+  FixedPool checked(32, 4, 16, Growth::fixed, DebugChecks::on);
+  FixedPool unchecked(32, 4, 16, Growth::fixed, DebugChecks::off);
+  ASSERT_TRUE(checked.grow(buffer, sizeof buffer));
+  EXPECT_EQ(checked.capacity(), 4u + 128u);
+  ASSERT_TRUE(unchecked.grow(buffer, sizeof buffer));
+  EXPECT_EQ(unchecked.capacity(), checked.capacity());
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i < checked.capacity(); ++i) blocks.push_back(checked.allocate());
+  EXPECT_EQ(checked.allocate(), nullptr);
+  for (void* block : blocks) {
+    const auto* bytes = static_cast<const unsigned char*>(block);
+    ASSERT_TRUE(std::all_of(bytes, bytes + 32, [](unsigned char b) { return b == 0xA5; }));
+  }
+  for (void* block : blocks) checked.deallocate(block);
+  checked.verify();
+}
+
 TEST(FixedPoolDebug, ReportsUseThePoolsName) {
   FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
   pool.set_name("bullets");
@@ -515,6 +537,17 @@ TEST_F(FixedPoolDebugDeathTest, WriteAfterFreeIsFoundByVerifyAndOnReuse) {
   block[8] = 1;
   EXPECT_DEATH(pool.verify(), "block " + hex(block) + " written after it was freed");
   EXPECT_DEATH((void)pool.allocate(), "block " + hex(block) + " written after it was freed");
+}
+
+TEST_F(FixedPoolDebugDeathTest, DoubleFreeInACallerChunkOfAnOwningPoolAborts) {
+  alignas(16) static std::byte buffer[256];
+  FixedPool pool(64, 1, 16, Growth::fixed, DebugChecks::on);
+  ASSERT_TRUE(pool.grow(buffer, sizeof buffer));
+  void* block = pool.allocate();  // the chunk added last serves first
+  ASSERT_EQ(block, static_cast<void*>(buffer));
+  pool.deallocate(block);
+  EXPECT_DEATH(pool.deallocate(block),
+               "deallocate of " + hex(block) + ", which is already free \\(double free\\)");
 }
 
 }  // namespace
