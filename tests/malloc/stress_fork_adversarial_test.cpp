@@ -153,7 +153,9 @@ int signal_scenario() {
   std::atomic<bool> stop{false};
   std::thread a(churn, std::cref(stop), 4u);
   std::thread b(churn, std::cref(stop), 5u);
-  for (int i = 0; i < 300; ++i) {
+  // 150 forks: under the debug heap on a loaded 2-core machine they take about 10 s of the 30 s
+  // the watchdog allows (each fork copies the page tables of the churning threads' heap).
+  for (int i = 0; i < 150; ++i) {
     const int before = g_handler_forks.load();
     raise(SIGUSR1);  // delivered to this thread, which holds no lock, before raise returns
     if (g_handler_forks.load() != before + 1) return 36;
