@@ -140,6 +140,10 @@ POOLALLOC_EXPORT int malloc_info(int options, FILE* stream) {
   return Heap::malloc_info(options, stream);
 }
 
+POOLALLOC_EXPORT const char* poolalloc_version() {
+  return POOLALLOC_VERSION_STRING;
+}
+
 POOLALLOC_EXPORT int poolalloc_owns(const void* p) {
   return Heap::owns(p) ? 1 : 0;
 }
