@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "bootstrap.hpp"
 #include "heap.hpp"
 #include "poolalloc/poolalloc.h"
 
@@ -17,6 +18,11 @@
 using namespace poolalloc::internal;
 
 namespace {
+
+// The library's constructor (the release and the debug build each have theirs).
+__attribute__((constructor)) void on_load() {
+  start_up(Heap::kDebugBuild);
+}
 
 std::size_t page_size() {
   static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
