@@ -5,7 +5,7 @@
 #   3. clang build: the same code must compile warning-free, and the unit tests pass;
 #   4. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the thread-related tests under ThreadSanitizer;
-#   6. the libFuzzer target of the malloc for POOLALLOC_FUZZ_SECONDS (default 60).
+#   6. the libFuzzer target of the malloc for PA_TEST_FUZZ_SECONDS (default 60).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/install-deps.sh"
@@ -38,7 +38,7 @@ stage "ThreadSanitizer: thread-related tests"
 build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOOLALLOC_SANITIZE=thread
 check build-tsan -L threads
 
-stage "libFuzzer: malloc_fuzzer for ${POOLALLOC_FUZZ_SECONDS:-60} s"
+stage "libFuzzer: malloc_fuzzer for ${PA_TEST_FUZZ_SECONDS:-60} s"
 cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DPOOLALLOC_BUILD_BENCH=OFF -DPOOLALLOC_FUZZ=ON >/dev/null
 cmake --build "$root/build-fuzz" --target malloc_fuzzer

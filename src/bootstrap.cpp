@@ -66,21 +66,22 @@ void child_after_fork() {
   release_after_fork(true);
 }
 
-// Before the C runtime ran, `environ` may not be set: the options are then read from the
-// library's constructor instead (the region size, needed at once, keeps its default).
-__attribute__((constructor)) void on_load() {
-  const bool ready = ensure_initialised();
-  if (!g_options_read) {
-    g_options_read = read_options();
-    if (ready) g_pooled_limit = g_options.max_pooled;
-  }
-}
-
 __attribute__((destructor)) void on_exit() {
   print_stats_at_exit();
 }
 
 }  // namespace
+
+void start_up(bool debug_build) {
+  const bool ready = ensure_initialised();
+  // Before the C runtime ran, `environ` may not be set: the options are then read here
+  // instead (the region size, needed at once, keeps its default).
+  if (!g_options_read) {
+    g_options_read = read_options();
+    if (ready) g_pooled_limit = g_options.max_pooled;
+  }
+  report_options(debug_build);
+}
 
 bool ensure_initialised() {
   int state = g_state.load(std::memory_order_acquire);

@@ -21,6 +21,7 @@ inline constexpr unsigned char kGuardFill = 0xfd;  // the guard bytes around eac
 inline constexpr std::size_t kGuardBytes = 16;
 
 struct DebugHeap {
+  static constexpr bool kDebugBuild = true;
   static void* malloc(std::size_t size, const void* site);
   static void* calloc(std::size_t size, const void* site);
   static void* aligned(std::size_t alignment, std::size_t size, const void* site);

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "bootstrap.hpp"
 #include "heap.hpp"
 #include "poolalloc/poolalloc.h"
 
@@ -17,6 +18,11 @@
 using namespace poolalloc::internal;
 
 namespace {
+
+// The library's constructor (the release and the debug build each have theirs).
+__attribute__((constructor)) void on_load() {
+  start_up(Heap::kDebugBuild);
+}
 
 std::size_t page_size() {
   static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -138,6 +144,10 @@ POOLALLOC_EXPORT struct mallinfo mallinfo() {
 
 POOLALLOC_EXPORT int malloc_info(int options, FILE* stream) {
   return Heap::malloc_info(options, stream);
+}
+
+POOLALLOC_EXPORT const char* poolalloc_version() {
+  return POOLALLOC_VERSION_STRING;
 }
 
 POOLALLOC_EXPORT int poolalloc_owns(const void* p) {

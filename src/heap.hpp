@@ -20,6 +20,7 @@ namespace poolalloc::internal {
 using Heap = DebugHeap;
 #else
 struct ReleaseHeap {
+  static constexpr bool kDebugBuild = false;
   static void* malloc(std::size_t size, const void*) { return allocate(size); }
   static void* calloc(std::size_t size, const void*) { return allocate_zeroed(size); }
   static void* aligned(std::size_t alignment, std::size_t size, const void*) {

@@ -4,17 +4,25 @@
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string_view>
 
+#include "output_buffer.hpp"
 #include "poolalloc/detail/message.hpp"
+#include "poolalloc/poolalloc.h"
+#include "report_text.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
 namespace {
 
-std::string_view find_variable(std::string_view name) {
+constexpr std::size_t kShownValue = 80;  // bytes of a variable shown in a report
+
+std::string_view find_variable(Option option) {
+  const std::string_view name = option_name(option);
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     if (text.size() > name.size() && text.starts_with(name) && text[name.size()] == '=')
@@ -59,40 +67,71 @@ bool parse_size(std::string_view text, std::size_t& value) {
   return true;
 }
 
-void report_invalid(std::string_view name, std::string_view text, std::string_view expected,
+void report_invalid(Option option, std::string_view text, std::string_view expected,
                     std::string_view default_value) {
   detail::Message message;
-  message << "poolalloc: ignoring " << name << "=" << text << " (expected " << expected
-          << "); using " << default_value << "\n";
+  message << "poolalloc: ignoring " << option_name(option) << "=";
+  append_shown(message, text, kShownValue);
+  message << " (expected " << expected << "); using " << default_value << "\n";
   message.write_to(STDERR_FILENO);
 }
 
-void read_flag(std::string_view name, std::string_view off, std::string_view on, bool& option) {
-  const std::string_view text = find_variable(name);
+void taken(Option option) {
+  g_options.from_environment |= std::uint32_t{1} << static_cast<unsigned>(option);
+}
+
+void read_flag(Option option, std::string_view off, std::string_view on, bool& value) {
+  const std::string_view text = find_variable(option);
   if (text.data() == nullptr) return;
   if (text == off || text == on) {
-    option = text == on;
+    value = text == on;
+    taken(option);
     return;
   }
   detail::Message expected;
   expected << off << " or " << on;
-  report_invalid(name, text, expected.text(), option ? on : off);
+  report_invalid(option, text, expected.text(), value ? on : off);
 }
 
 // A size (parse_size), or with `plain` a number without suffix, from min to max.
-void read_size(std::string_view name, std::size_t min, std::size_t max, std::string_view expected,
-               std::size_t& option, bool plain = false) {
-  const std::string_view text = find_variable(name);
+void read_size(Option option, std::size_t min, std::size_t max, std::string_view expected,
+               std::size_t& value, bool plain = false) {
+  const std::string_view text = find_variable(option);
   if (text.data() == nullptr) return;
-  std::size_t value = 0;
+  std::size_t parsed = 0;
   const bool suffix_ok = !plain || (!text.empty() && text.back() >= '0' && text.back() <= '9');
-  if (suffix_ok && parse_size(text, value) && value >= min && value <= max) {
-    option = value;
+  if (suffix_ok && parse_size(text, parsed) && parsed >= min && parsed <= max) {
+    value = parsed;
+    taken(option);
   } else {
     detail::Message default_value;
-    default_value << std::uint64_t{option};
-    report_invalid(name, text, expected, default_value.text());
+    default_value << std::uint64_t{value};
+    report_invalid(option, text, expected, default_value.text());
   }
+}
+
+// POOLALLOC_STATS_FILE into g_options.stats_path, a relative path made absolute so that a
+// program that changes directory still writes where it was asked to. Set but empty: as unset.
+void read_stats_path() {
+  const std::string_view text = find_variable(Option::kStatsFile);
+  if (text.empty()) return;
+  char* path = g_options.stats_path;
+  constexpr std::size_t kCapacity = sizeof g_options.stats_path;
+  std::size_t length = 0;
+  // The system call: glibc's getcwd() falls back to code that allocates (an unreachable or
+  // very long working directory). Without a working directory the path stays relative.
+  if (text.front() != '/' && syscall(SYS_getcwd, path, kCapacity) > 0 && path[0] == '/') {
+    length = std::strlen(path);
+    if (path[length - 1] != '/') path[length++] = '/';
+  }
+  if (length + text.size() >= kCapacity) {
+    path[0] = '\0';
+    report_invalid(Option::kStatsFile, text, "a path of at most 4095 bytes", "none");
+    return;
+  }
+  std::memcpy(path + length, text.data(), text.size());
+  path[length + text.size()] = '\0';
+  taken(Option::kStatsFile);
 }
 
 // A copy of stderr on a number programs do not look at: high, below the soft descriptor limit,
@@ -112,32 +151,134 @@ int duplicate_stderr_high() {
   }
 }
 
+// The stderr the table at exit is for (or the report that its file could not be written): its
+// identity and a copy of it.
+void keep_initial_stderr() {
+  struct stat initial_stderr {};
+  if (g_options.stats_fd >= 0 || fstat(STDERR_FILENO, &initial_stderr) != 0) return;
+  g_options.stats_device = initial_stderr.st_dev;
+  g_options.stats_inode = initial_stderr.st_ino;
+  g_options.stats_fd = duplicate_stderr_high();
+}
+
+// Every POOLALLOC_* variable that names no option, with the known name it most likely meant.
+// After kMostShown of them, one line counts the rest.
+void report_unknown_options() {
+  constexpr std::uint64_t kMostShown = 8;
+  std::uint64_t unknown = 0;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (!text.starts_with(kOptionPrefix)) continue;
+    const std::string_view name = text.substr(0, text.find('='));
+    if (is_option_name(name) || ++unknown > kMostShown) continue;
+    detail::Message message;
+    message << "poolalloc: unknown option ";
+    append_shown(message, text, kShownValue);
+    message << " ignored";
+    const std::string_view meant = nearest_option_name(name);
+    if (!meant.empty()) message << " (did you mean " << meant << "?)";
+    message << "\n";
+    message.write_to(STDERR_FILENO);
+  }
+  if (unknown > kMostShown) {
+    detail::Message message;
+    message << "poolalloc: " << unknown - kMostShown
+            << " more unknown POOLALLOC_* variables ignored\n";
+    message.write_to(STDERR_FILENO);
+  }
+}
+
+// One line of POOLALLOC_VERBOSE's block: the name, the value in force, and a note on it.
+void report_line(OutputBuffer& out, Option option, const detail::Message& value,
+                 std::string_view note) {
+  detail::Message line;
+  line << "  " << option_name(option);
+  for (std::size_t column = option_name(option).size(); column < 23; ++column) line << " ";
+  line << value.text() << note << "\n";
+  out << line;
+}
+
+std::string_view default_note(Option option) {
+  return g_options.set(option) ? "" : " (default)";
+}
+
+// The debug build's options: in the release build, only those set, said to be unused.
+void report_debug_line(OutputBuffer& out, Option option, const detail::Message& value,
+                       bool debug_build) {
+  if (debug_build) {
+    report_line(out, option, value, default_note(option));
+  } else if (g_options.set(option)) {
+    report_line(out, option, value, " (read by the debug build only)");
+  }
+}
+
 }  // namespace
 
 bool read_options() {
   if (environ == nullptr) return false;
   if (getauxval(AT_SECURE) != 0) return true;
-  read_size("POOLALLOC_MAX_POOLED", 0, kLargestClassSize, "a size from 0 to 32768",
+  read_size(Option::kMaxPooled, 0, kLargestClassSize, "a size from 0 to 32768",
             g_options.max_pooled);
-  read_size("POOLALLOC_REGION_SIZE", std::size_t{8} << 20, std::size_t{64} << 40,
+  read_size(Option::kRegionSize, std::size_t{8} << 20, std::size_t{64} << 40,
             "a size from 8M to 64T, such as 16G", g_options.region_size);
-  read_size("POOLALLOC_DECAY_MS", 0, std::size_t{3600} * 1000, "milliseconds from 0 to 3600000",
+  read_size(Option::kDecayMs, 0, std::size_t{3600} * 1000, "milliseconds from 0 to 3600000",
             g_options.decay_ms, true);
-  read_size("POOLALLOC_QUARANTINE", 0, std::size_t{1} << 40, "a size such as 16M",
+  read_size(Option::kQuarantine, 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);
-  bool stats = false;
-  read_flag("POOLALLOC_STATS", "0", "1", stats);
-  struct stat initial_stderr {};
-  if (stats && g_options.stats_fd < 0 && fstat(STDERR_FILENO, &initial_stderr) == 0) {
-    g_options.stats_device = initial_stderr.st_dev;
-    g_options.stats_inode = initial_stderr.st_ino;
-    g_options.stats_fd = duplicate_stderr_high();
-  }
-  read_flag("POOLALLOC_LEAKS", "0", "1", g_options.leak_report);
+  read_flag(Option::kVerbose, "0", "1", g_options.verbose);
+  read_stats_path();
+  read_flag(Option::kStats, "0", "1", g_options.stats);
+  if (g_options.stats_path[0] != '\0') g_options.stats = true;
+  if (g_options.stats) keep_initial_stderr();
+  read_flag(Option::kLeaks, "0", "1", g_options.leak_report);
   bool report_only = !g_options.abort_on_error;
-  read_flag("POOLALLOC_ON_ERROR", "abort", "report", report_only);
+  read_flag(Option::kOnError, "abort", "report", report_only);
   g_options.abort_on_error = !report_only;
+  report_unknown_options();
   return true;
+}
+
+void report_options(bool debug_build) {
+  if (!g_options.verbose) return;
+  OutputBuffer out(STDERR_FILENO);
+  detail::Message line;
+  line << "poolalloc " << POOLALLOC_VERSION_STRING << ", " << (debug_build ? "debug" : "release")
+       << " build, pid " << static_cast<std::uint64_t>(getpid()) << ", options in force:\n";
+  out << line;
+  const bool to_file = g_options.stats_path[0] != '\0';
+  detail::Message value;
+  value << (g_options.stats ? "1" : "0");
+  report_line(out, Option::kStats, value,
+              to_file ? " (implied by POOLALLOC_STATS_FILE)" : default_note(Option::kStats));
+  value = {};
+  if (to_file) {
+    append_shown(value, g_options.stats_path, 2 * kShownValue);
+  } else {
+    value << (g_options.stats ? "unset: the table goes to stderr" : "unset");
+  }
+  report_line(out, Option::kStatsFile, value, default_note(Option::kStatsFile));
+  value = {};
+  value << "1";
+  report_line(out, Option::kVerbose, value, "");
+  value = {};
+  append_exact_bytes(value, g_options.max_pooled);
+  report_line(out, Option::kMaxPooled, value, default_note(Option::kMaxPooled));
+  value = {};
+  value << std::uint64_t{g_options.decay_ms} << " ms";
+  report_line(out, Option::kDecayMs, value, default_note(Option::kDecayMs));
+  value = {};
+  append_exact_bytes(value, g_options.region_size);
+  report_line(out, Option::kRegionSize, value, default_note(Option::kRegionSize));
+  value = {};
+  value << (g_options.abort_on_error ? "abort" : "report");
+  report_debug_line(out, Option::kOnError, value, debug_build);
+  value = {};
+  value << (g_options.leak_report ? "1" : "0");
+  report_debug_line(out, Option::kLeaks, value, debug_build);
+  value = {};
+  append_exact_bytes(value, g_options.quarantine_bytes);
+  report_debug_line(out, Option::kQuarantine, value, debug_build);
+  out.flush();
 }
 
 }  // namespace poolalloc::internal

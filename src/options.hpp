@@ -1,11 +1,15 @@
-// Options, read once from POOLALLOC_* environment variables without allocating. The README
-// lists them; an invalid value is reported once on stderr and the default is kept.
+// Options, read once from POOLALLOC_* environment variables without allocating (docs/tuning.md
+// describes them). An invalid value is reported once on stderr and the default is kept; so is
+// a POOLALLOC_* variable that names no option.
 #pragma once
 
+#include <linux/limits.h>
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 
+#include "option_names.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
@@ -15,10 +19,17 @@ struct Options {
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
   // POOLALLOC_DECAY_MS: the period after which memory that went unused goes back (decay.hpp).
   std::size_t decay_ms = 1000;
-  // POOLALLOC_STATS=1: a copy of the stderr the program started with, where the table goes at
-  // exit when fd 2 no longer refers to it (programs such as coreutils close stderr itself before
-  // exiting); -1 otherwise. A daemon may close the copy and reuse its number for a file of its
-  // own: the table goes only to a descriptor that is still that stderr, by its identity.
+  bool verbose = false;  // POOLALLOC_VERBOSE
+  // The table at exit: POOLALLOC_STATS=1, or POOLALLOC_STATS_FILE, which implies it.
+  bool stats = false;
+  // POOLALLOC_STATS_FILE, made absolute against the working directory at start-up; "%p" is
+  // expanded at exit, in the process that exits. Empty: the table goes to stderr.
+  char stats_path[PATH_MAX] = {};
+  // With the table on: a copy of the stderr the program started with, where the table (or the
+  // report that its file could not be written) goes at exit when fd 2 no longer refers to it
+  // (programs such as coreutils close stderr itself before exiting); -1 otherwise. A daemon
+  // may close the copy and reuse its number for a file of its own: only a descriptor that is
+  // still that stderr, by its identity, is written to.
   int stats_fd = -1;
   dev_t stats_device = 0;
   ino_t stats_inode = 0;
@@ -26,6 +37,12 @@ struct Options {
   bool abort_on_error = true;               // POOLALLOC_ON_ERROR=abort|report
   bool leak_report = false;                 // POOLALLOC_LEAKS
   std::size_t quarantine_bytes = 16 << 20;  // POOLALLOC_QUARANTINE
+  // The options whose value came from the environment, a bit per Option (for VERBOSE).
+  std::uint32_t from_environment = 0;
+
+  [[nodiscard]] bool set(Option option) const {
+    return (from_environment >> static_cast<unsigned>(option) & 1) != 0;
+  }
 };
 
 inline constinit Options g_options;
@@ -35,8 +52,12 @@ inline constinit Options g_options;
 // served as the options say.
 inline constinit std::size_t g_pooled_limit = 0;
 
-// Reads the environment into g_options; false while the C runtime has not set up `environ`
-// yet (called again later then). Ignores the environment in set-user-ID programs.
+// Reads the environment into g_options and reports unknown POOLALLOC_* variables; false while
+// the C runtime has not set up `environ` yet (called again later then). Ignores the
+// environment in set-user-ID programs.
 bool read_options();
+
+// POOLALLOC_VERBOSE=1: the version, the build and every option in force, on stderr.
+void report_options(bool debug_build);
 
 }  // namespace poolalloc::internal

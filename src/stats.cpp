@@ -1,5 +1,7 @@
 #include "stats.hpp"
 
+#include <fcntl.h>
+#include <linux/limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -8,11 +10,16 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <iterator>
+#include <string_view>
 
 #include "central_lists.hpp"
+#include "command_line.hpp"
 #include "options.hpp"
+#include "output_buffer.hpp"
 #include "pool_region.hpp"
 #include "poolalloc/detail/message.hpp"
+#include "report_text.hpp"
 #include "span_carving.hpp"
 #include "system_forwarding.hpp"
 #include "thread_cache.hpp"
@@ -101,39 +108,80 @@ class QuietOutput {
   bool was_pending_ = false;
 };
 
-template <class... Values>
-void print_row(int fd, const Values&... values) {
+// One row of the table, each figure right-aligned in its column.
+template <class... Write>
+void print_row(OutputBuffer& out, const Write&... write) {
+  constexpr int kWidths[] = {5, 12, 12, 12, 12, 12, 8, 12};
+  static_assert(sizeof...(Write) == std::size(kWidths));
   detail::Message line;
-  ((line.padded(13, [&](detail::Message& m) { m << values; })), ...);
+  int column = 0;
+  ((line.padded(kWidths[column++], write)), ...);
   line << "\n";
-  line.write_to(fd);
+  out << line;
 }
 
-void print_total(int fd, std::string_view label, std::uint64_t value) {
-  detail::Message line;
-  line << label << ": " << value << "\n";
-  line.write_to(fd);
+void print_line(OutputBuffer& out, std::string_view text) {
+  out.append(text);
+  out.append("\n");
 }
 
-void print_snapshot(int fd) {
+template <class Value>
+auto figure(const Value& value) {
+  return [&value](detail::Message& m) { m << value; };
+}
+auto bytes(std::uint64_t value) {
+  return [value](detail::Message& m) { append_bytes(m, value); };
+}
+auto exact_bytes(std::uint64_t value) {
+  return [value](detail::Message& m) { append_exact_bytes(m, value); };
+}
+
+void print_snapshot(OutputBuffer& out) {
   Snapshot snapshot;
   take_snapshot(snapshot);
-  print_total(fd, "poolalloc statistics, pid", static_cast<std::uint64_t>(getpid()));
-  print_row(fd, "class", "block size", "requests", "frees", "live", "peak", "spans", "bytes held");
+  detail::Message title;
+  title << "poolalloc statistics of pid " << static_cast<std::uint64_t>(getpid());
+  const CommandLine command;
+  if (!command.text().empty()) {
+    title << ": ";
+    append_shown(title, command.text(), CommandLine::kShown);
+  }
+  title << "\n";
+  out << title;
+  static_assert(kSpanSize == 128 << 10, "the legend names the span size");
+  print_line(out,
+             "  per size class: requests and frees count the blocks handed out and given back,");
+  print_line(out,
+             "  live those out now, peak the most out of their spans at once (live or cached),");
+  print_line(out, "  spans the 128 KiB spans carved for the class, held their size");
+  print_row(out, figure("class"), figure("block size"), figure("requests"), figure("frees"),
+            figure("live"), figure("peak"), figure("spans"), figure("held"));
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     const ClassStats& s = snapshot.classes[cls];
     if (s.requests == 0 && s.spans == 0) continue;
-    print_row(fd, std::uint64_t{cls}, class_size(cls), s.requests, s.frees, s.live, s.peak, s.spans,
-              s.bytes_held);
+    const std::uint64_t index = cls;
+    print_row(out, figure(index), exact_bytes(class_size(cls)), figure(s.requests), figure(s.frees),
+              figure(s.live), figure(s.peak), figure(s.spans), bytes(s.bytes_held));
   }
   const poolalloc_stats& totals = snapshot.totals;
-  print_total(fd, "system-forwarded requests", totals.system_requests);
-  print_total(fd, "system-forwarded bytes", totals.system_bytes);
-  print_total(fd, "thread caches in use", totals.thread_caches);
-  print_total(fd, "bytes held by the pools", totals.bytes_held);
-  print_total(fd, "bytes of retained empty spans", totals.retained_bytes);
-  print_total(fd, "resident bytes of the pools", totals.resident_bytes);
-  print_total(fd, "pooled requests", totals.pooled_requests);
+  detail::Message line;
+  line << "pooled requests: " << totals.pooled_requests << "\n";
+  line << "system-forwarded requests: " << totals.system_requests << " (";
+  append_bytes(line, totals.system_bytes);
+  line << ")\nthread caches in use: " << totals.thread_caches << "\nheld by the size classes: ";
+  append_bytes(line, totals.bytes_held);
+  line << "\nretained empty spans: ";
+  append_bytes(line, totals.retained_bytes);
+  line << " (kept for reuse)\nresident in RAM, of both: ";
+  append_bytes(line, totals.resident_bytes);
+  line << "\n";
+  out << line;
+}
+
+void print_table(int fd) {
+  OutputBuffer out(fd);
+  print_snapshot(out);
+  out.flush();
 }
 
 // Whether fd is open on the file that stderr was when the options were read.
@@ -141,6 +189,71 @@ bool refers_to_initial_stderr(int fd) {
   struct stat now {};
   return fd >= 0 && fstat(fd, &now) == 0 && now.st_dev == g_options.stats_device &&
          now.st_ino == g_options.stats_inode;
+}
+
+// The stderr the program started with, through fd 2 or the copy taken at start-up, whichever
+// still refers to it; -1 if neither does: never a file the program opened since under either
+// number.
+int initial_stderr() {
+  if (refers_to_initial_stderr(STDERR_FILENO)) return STDERR_FILENO;
+  if (refers_to_initial_stderr(g_options.stats_fd)) return g_options.stats_fd;
+  return -1;
+}
+
+// POOLALLOC_STATS_FILE's path for this process: "%p" replaced by its id, "%%" by "%". False
+// when the result is too long for a path.
+bool expand_stats_path(char (&path)[PATH_MAX]) {
+  detail::Message pid;
+  pid << static_cast<std::uint64_t>(getpid());
+  std::size_t length = 0;
+  for (const char* at = g_options.stats_path; *at != '\0'; ++at) {
+    std::string_view piece(at, 1);
+    if (at[0] == '%' && at[1] == 'p') {
+      piece = pid.text();
+      ++at;
+    } else if (at[0] == '%' && at[1] == '%') {
+      ++at;
+    }
+    if (length + piece.size() >= sizeof path) return false;
+    std::memcpy(path + length, piece.data(), piece.size());
+    length += piece.size();
+  }
+  path[length] = '\0';
+  return true;
+}
+
+// The table into the statistics file, opened for it alone and appended to: processes that
+// share a path write one table after the other. A file that cannot be written is said in one
+// line on the stderr the program started with.
+void print_to_stats_file() {
+  char path[PATH_MAX];
+  const bool expanded = expand_stats_path(path);
+  int error = ENAMETOOLONG;
+  if (expanded) {
+    // O_NONBLOCK: a FIFO that nobody reads fails at once (ENXIO) instead of holding up the
+    // exit; the writes block as usual.
+    const int fd =
+        open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+    if (fd >= 0) {
+      fcntl(fd, F_SETFL, O_APPEND);
+      OutputBuffer out(fd);
+      print_snapshot(out);
+      const bool written = out.flush();
+      error = errno;
+      close(fd);
+      if (written) return;
+    } else {
+      error = errno;
+    }
+  }
+  const int fd = initial_stderr();
+  if (fd < 0) return;
+  detail::Message message;
+  message << "poolalloc: cannot write the statistics to ";
+  append_shown(message, expanded ? path : g_options.stats_path, 200);
+  const char* reason = strerrordesc_np(error);
+  message << ": " << (reason != nullptr ? reason : "error") << "\n";
+  message.write_to(fd);
 }
 
 int saturated(std::size_t value) {
@@ -151,16 +264,16 @@ int saturated(std::size_t value) {
 
 void print_stats(int fd) {
   const QuietOutput quiet;
-  print_snapshot(fd);
+  print_table(fd);
 }
 
 void print_stats_at_exit() {
-  if (g_options.stats_fd < 0) return;
+  if (!g_options.stats) return;
   const QuietOutput quiet;
-  if (refers_to_initial_stderr(STDERR_FILENO)) {
-    print_snapshot(STDERR_FILENO);
-  } else if (refers_to_initial_stderr(g_options.stats_fd)) {
-    print_snapshot(g_options.stats_fd);
+  if (g_options.stats_path[0] != '\0') {
+    print_to_stats_file();
+  } else if (const int fd = initial_stderr(); fd >= 0) {
+    print_table(fd);
   }
 }
 

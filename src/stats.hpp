@@ -16,7 +16,8 @@ namespace poolalloc::internal {
 void print_stats(int fd);
 // POOLALLOC_STATS=1 at exit: the table goes to the stderr the program started with, through
 // fd 2 or the copy of it taken at start-up, whichever still refers to it; never into a file
-// the program opened since under either number.
+// the program opened since under either number. With POOLALLOC_STATS_FILE, it goes to that
+// file, "%p" in its path replaced by the process id.
 void print_stats_at_exit();
 poolalloc_stats collect_stats();
 struct mallinfo2 pooled_mallinfo2();

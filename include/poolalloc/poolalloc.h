@@ -7,9 +7,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header. CMakeLists.txt takes the project's version from these lines. */
+#define POOLALLOC_VERSION_MAJOR 0
+#define POOLALLOC_VERSION_MINOR 2
+#define POOLALLOC_VERSION_PATCH 0
+#define POOLALLOC_VERSION_STRING "0.2.0"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The version of the library the program runs with, such as "0.2.0": the
+ * POOLALLOC_VERSION_STRING it was built from, which may differ from the header's. */
+const char* poolalloc_version(void);
 
 /* Nonzero when p is a live or free block served by the pools (not by the system allocator). */
 int poolalloc_owns(const void* p);

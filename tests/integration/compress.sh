@@ -17,7 +17,7 @@ pa_require "$tool" sha256sum head /usr/bin/python3
 pa_setup
 
 # The input is made once, on the system allocator, outside the working directory.
-input=$POOLALLOC_SCRATCH/input.dat
+input=$PA_TEST_SCRATCH/input.dat
 /usr/bin/python3 "$pa_data/make_input.py" 50 "$input"
 
 workload() {

@@ -3,18 +3,19 @@
 #
 # A test runs a real program (or a small workload around one) three times:
 #   system    on the system allocator (no LD_PRELOAD);
-#   poolalloc with LD_PRELOAD=$POOLALLOC_LIB;
-#   stats     with LD_PRELOAD=$POOLALLOC_LIB and POOLALLOC_STATS=1.
+#   poolalloc with LD_PRELOAD=$PA_TEST_LIB;
+#   stats     with LD_PRELOAD=$PA_TEST_LIB and POOLALLOC_STATS=1.
 # The first two must agree byte for byte on stdout, stderr and exit status. The third must
 # agree on stdout and exit status, and its `pooled requests: N` line(s) must show that the
 # pools really served the program.
 #
 # Environment (CMake sets the first two):
-#   POOLALLOC_LIB      the library to preload (an absolute path)
-#   POOLALLOC_SCRATCH  a scratch directory of this test's own; emptied at the start (only if
-#                      it is empty or was made by these tests)
-#   POOLALLOC_REQUIRE_STATS=0  accept a library that prints no statistics: only for
-#                      developing the harness with a stand-in allocator (e.g. jemalloc)
+# (PA_TEST_*, not POOLALLOC_*: the library reports a POOLALLOC_* variable it does not know.)
+#   PA_TEST_LIB      the library to preload (an absolute path)
+#   PA_TEST_SCRATCH  a scratch directory of this test's own; emptied at the start (only if
+#                    it is empty or was made by these tests)
+#   PA_TEST_REQUIRE_STATS=0  accept a library that prints no statistics: only for
+#                    developing the harness with a stand-in allocator (e.g. jemalloc)
 
 pa_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2034 # for the test scripts
@@ -44,28 +45,28 @@ pa_require() {
 
 # pa_setup: checks the environment and empties the scratch directory.
 pa_setup() {
-  [[ -n "${POOLALLOC_LIB:-}" ]] || pa_die "POOLALLOC_LIB is not set (the library to preload)"
-  [[ -n "${POOLALLOC_SCRATCH:-}" ]] || pa_die "POOLALLOC_SCRATCH is not set (a scratch directory)"
-  [[ "$POOLALLOC_LIB" == /* ]] || pa_die "POOLALLOC_LIB must be an absolute path: $POOLALLOC_LIB"
-  [[ "$POOLALLOC_LIB" != *[[:space:]:]* ]] ||
-    pa_die "LD_PRELOAD cannot hold a path with spaces or colons: $POOLALLOC_LIB"
-  [[ -f "$POOLALLOC_LIB" ]] || pa_die "no library at POOLALLOC_LIB=$POOLALLOC_LIB (not built?)"
-  [[ "$POOLALLOC_SCRATCH" == /* ]] || pa_die "POOLALLOC_SCRATCH must be an absolute path"
+  [[ -n "${PA_TEST_LIB:-}" ]] || pa_die "PA_TEST_LIB is not set (the library to preload)"
+  [[ -n "${PA_TEST_SCRATCH:-}" ]] || pa_die "PA_TEST_SCRATCH is not set (a scratch directory)"
+  [[ "$PA_TEST_LIB" == /* ]] || pa_die "PA_TEST_LIB must be an absolute path: $PA_TEST_LIB"
+  [[ "$PA_TEST_LIB" != *[[:space:]:]* ]] ||
+    pa_die "LD_PRELOAD cannot hold a path with spaces or colons: $PA_TEST_LIB"
+  [[ -f "$PA_TEST_LIB" ]] || pa_die "no library at PA_TEST_LIB=$PA_TEST_LIB (not built?)"
+  [[ "$PA_TEST_SCRATCH" == /* ]] || pa_die "PA_TEST_SCRATCH must be an absolute path"
   # Emptied only if it is one of ours (it holds the marker) or already empty: a mistyped
-  # POOLALLOC_SCRATCH must not cost anyone a directory.
-  local marker=$POOLALLOC_SCRATCH/.poolalloc-scratch
-  if [[ -d "$POOLALLOC_SCRATCH" && ! -f "$marker" && -n "$(ls -A "$POOLALLOC_SCRATCH")" ]]; then
-    pa_die "POOLALLOC_SCRATCH=$POOLALLOC_SCRATCH is not empty and not a scratch directory of these tests"
+  # PA_TEST_SCRATCH must not cost anyone a directory.
+  local marker=$PA_TEST_SCRATCH/.poolalloc-scratch
+  if [[ -d "$PA_TEST_SCRATCH" && ! -f "$marker" && -n "$(ls -A "$PA_TEST_SCRATCH")" ]]; then
+    pa_die "PA_TEST_SCRATCH=$PA_TEST_SCRATCH is not empty and not a scratch directory of these tests"
   fi
-  rm -rf "$POOLALLOC_SCRATCH"
-  mkdir -p "$POOLALLOC_SCRATCH"
+  rm -rf "$PA_TEST_SCRATCH"
+  mkdir -p "$PA_TEST_SCRATCH"
   : >"$marker"
   # The baseline must really be the system allocator, and stderr must carry no statistics.
   unset LD_PRELOAD POOLALLOC_STATS
   # The preloaded library itself must load: a clear message here beats three odd diffs.
   local err
-  if ! err=$(LD_PRELOAD=$POOLALLOC_LIB /bin/true 2>&1) || [[ -n "$err" ]]; then
-    pa_die "preloading $POOLALLOC_LIB into /bin/true fails or prints: $err"
+  if ! err=$(LD_PRELOAD=$PA_TEST_LIB /bin/true 2>&1) || [[ -n "$err" ]]; then
+    pa_die "preloading $PA_TEST_LIB into /bin/true fails or prints: $err"
   fi
 }
 
@@ -90,7 +91,7 @@ pa_max_pooled() {
 # pa_compare [--stats-from FILE] NAME MIN_POOLED COMMAND [ARGS...]
 #
 # Runs COMMAND (a program or a shell function of the test script) three times as described at
-# the top, each time in a fresh, empty working directory at the same path ($POOLALLOC_SCRATCH/
+# the top, each time in a fresh, empty working directory at the same path ($PA_TEST_SCRATCH/
 # work, so paths in the output agree), with stdin from /dev/null. Functions run in a subshell
 # with `set -euo pipefail`; LD_PRELOAD is exported there, so every program they start runs on
 # the allocator under test. The system run must exit with status 0: a workload that wants to
@@ -108,7 +109,7 @@ pa_compare() {
   fi
   local name=$1 min_pooled=$2
   shift 2
-  local work=$POOLALLOC_SCRATCH/work out=$POOLALLOC_SCRATCH/$name
+  local work=$PA_TEST_SCRATCH/work out=$PA_TEST_SCRATCH/$name
   local variant start rc elapsed timings=""
   local -A rcs
   for variant in system poolalloc stats; do
@@ -119,7 +120,7 @@ pa_compare() {
     (
       set -euo pipefail
       cd "$work"
-      if [[ $variant != system ]]; then export LD_PRELOAD=$POOLALLOC_LIB; fi
+      if [[ $variant != system ]]; then export LD_PRELOAD=$PA_TEST_LIB; fi
       if [[ $variant == stats ]]; then export POOLALLOC_STATS=1; fi
       "$@"
     ) >"$out.$variant.out" 2>"$out.$variant.err" </dev/null
@@ -162,8 +163,8 @@ pa_compare() {
   [[ -z $stats_from ]] || source=$out.stats.from
   pooled=$(pa_max_pooled "$source")
   if [[ -z $pooled ]]; then
-    if [[ ${POOLALLOC_REQUIRE_STATS:-1} == 0 ]]; then
-      pa_log "$name: no 'pooled requests: N' line (POOLALLOC_REQUIRE_STATS=0: not checked)"
+    if [[ ${PA_TEST_REQUIRE_STATS:-1} == 0 ]]; then
+      pa_log "$name: no 'pooled requests: N' line (PA_TEST_REQUIRE_STATS=0: not checked)"
     else
       pa_fail "$name: no 'pooled requests: N' line with POOLALLOC_STATS=1 in ${source##*/}; its tail:"
       tail -n 20 "$source"

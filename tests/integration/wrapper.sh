@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/poolalloc, the wrapper: options, the library it preloads (the build tree's, given by
-# POOLALLOC_BUILD_DIR, which must be the one CMake built as POOLALLOC_LIB), an LD_PRELOAD kept
+# POOLALLOC_BUILD_DIR, which must be the one CMake built as PA_TEST_LIB), an LD_PRELOAD kept
 # after it, --stats, exit statuses, and a program's output unchanged through it.
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -9,7 +9,7 @@ pa_require sort seq
 pa_setup
 [[ -n "${POOLALLOC_BUILD_DIR:-}" ]] || pa_die "POOLALLOC_BUILD_DIR is not set (the build tree)"
 wrapper=$(cd "$pa_dir/../.." && pwd)/scripts/poolalloc
-cd "$POOLALLOC_SCRATCH"
+cd "$PA_TEST_SCRATCH"
 
 # expect WHAT EXPECTED ACTUAL
 expect() {
@@ -41,10 +41,10 @@ expect "missing command: status 127" 127 "$status"
 expect "missing command: message" "poolalloc: no-such-command-xyz: command not found" "$(cat missing.err)"
 
 # shellcheck disable=SC2016 # expanded by the inner shell
-expect "it preloads the library CMake built" "$POOLALLOC_LIB|unset" \
+expect "it preloads the library CMake built" "$PA_TEST_LIB|unset" \
   "$("$wrapper" sh -c 'printf "%s|%s" "$LD_PRELOAD" "${POOLALLOC_STATS-unset}"')"
 # shellcheck disable=SC2016
-expect "an LD_PRELOAD already set comes after it" "$POOLALLOC_LIB:/nonexistent/other.so" \
+expect "an LD_PRELOAD already set comes after it" "$PA_TEST_LIB:/nonexistent/other.so" \
   "$(LD_PRELOAD=/nonexistent/other.so "$wrapper" sh -c 'printf %s "$LD_PRELOAD"' 2>/dev/null)"
 # shellcheck disable=SC2016
 expect "--stats sets POOLALLOC_STATS=1" 1 \
@@ -67,8 +67,8 @@ expect "sort -n through the wrapper: same output, nothing on stderr" "same|0" \
 pooled=$(pa_max_pooled stats.err)
 if [[ -n "$pooled" ]]; then
   expect "--stats: bash prints 'pooled requests: N' with N > 0" 1 $((pooled > 0))
-elif [[ ${POOLALLOC_REQUIRE_STATS:-1} == 0 ]]; then
-  pa_log "--stats: no statistics line (POOLALLOC_REQUIRE_STATS=0: not checked)"
+elif [[ ${PA_TEST_REQUIRE_STATS:-1} == 0 ]]; then
+  pa_log "--stats: no statistics line (PA_TEST_REQUIRE_STATS=0: not checked)"
 else
   pa_fail "--stats: no 'pooled requests: N' line from bash; its stderr: $(cat stats.err)"
 fi

@@ -1,9 +1,9 @@
-# Checks the dynamic symbol table of libpoolalloc.so (interposer checklist §1 and §8):
+# Checks the dynamic symbol table of libpoolalloc.so or libpoolalloc-debug.so (interposer checklist §1 and §8):
 #  - every required symbol is defined, GLOBAL, with DEFAULT visibility;
 #  - no __libc_* name is defined (we forward to glibc's through them);
 #  - nothing else is exported: the internals are hidden;
 #  - the library depends on nothing beyond the C and C++ runtimes.
-# Usage: cmake -DLIBRARY=<path to libpoolalloc.so> [-DREADELF=<readelf>] -P check_exports.cmake
+# Usage: cmake -DLIBRARY=<path to the library> [-DREADELF=<readelf>] -P check_exports.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT LIBRARY)
   message(FATAL_ERROR "pass -DLIBRARY=<path to libpoolalloc.so>")
@@ -15,7 +15,7 @@ endif()
 set(required_c
   malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc
   malloc_usable_size malloc_trim malloc_stats mallinfo2 mallinfo malloc_info
-  poolalloc_owns poolalloc_print_stats poolalloc_get_stats)
+  poolalloc_owns poolalloc_print_stats poolalloc_get_stats poolalloc_version)
 set(required_cxx
   _Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
   _ZnwmSt11align_val_t _ZnamSt11align_val_t

@@ -7,34 +7,34 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
+#include <utility>
+
+#include "poolalloc/poolalloc.h"
+
+#include "run_preloaded.hpp"
 
 namespace {
 
-// Runs `command` with libpoolalloc.so preloaded and `environment` set; returns its stderr.
-std::string stderr_of(const std::string& environment, const std::string& command) {
-  const std::string line =
-      environment + " LD_PRELOAD=" POOLALLOC_LIBRARY " " + command + " 2>&1 >/dev/null";
-  FILE* pipe = popen(line.c_str(), "r");
-  if (pipe == nullptr) return "popen failed";
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  pclose(pipe);
-  return output;
-}
+using options_test::file_contents;
+using options_test::run_preloaded;
+using options_test::ScratchDirectory;
+using options_test::stderr_of;
+using options_test::without_pids;
 
 TEST(Options, SilentByDefault) {
   EXPECT_EQ(stderr_of("", "ls /"), "");
 }
 
-TEST(Options, StatsPrintsTheTableAtExit) {
-  const std::string table = stderr_of("POOLALLOC_STATS=1", "ls /");
-  EXPECT_NE(table.find("poolalloc statistics"), std::string::npos) << table;
-  EXPECT_NE(table.find("block size"), std::string::npos) << table;
-  EXPECT_NE(table.find("pooled requests: "), std::string::npos) << table;
+// Every option the library knows, each at its default value, and the wrapper's
+// POOLALLOC_BUILD_DIR: nothing is reported, by either build.
+TEST(Options, EveryKnownOptionIsSilentAtItsDefault) {
+  const std::string all =
+      "POOLALLOC_STATS=0 POOLALLOC_STATS_FILE= POOLALLOC_VERBOSE=0 POOLALLOC_MAX_POOLED=32768 "
+      "POOLALLOC_DECAY_MS=1000 POOLALLOC_REGION_SIZE=64G POOLALLOC_ON_ERROR=abort "
+      "POOLALLOC_LEAKS=0 POOLALLOC_QUARANTINE=16M POOLALLOC_BUILD_DIR=/nonexistent";
+  EXPECT_EQ(stderr_of(all, "ls /"), "");
+  EXPECT_EQ(run_preloaded(all, "ls /", POOLALLOC_DEBUG_LIBRARY).err, "");
 }
 
 TEST(Options, InvalidValueIsReportedOnceAndTheDefaultKept) {
@@ -63,11 +63,118 @@ TEST(Options, MaxPooledSendsLargerRequestsToTheSystem) {
   EXPECT_NE(table.find("pooled requests: 0\n"), std::string::npos) << table;
 }
 
-std::string file_contents(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// A typo is reported with the name it most likely meant, once per process: not again in the
+// children the process forks (they inherit the options it read).
+TEST(UnknownOptions, ATypoIsReportedOnceWithTheNameMeant) {
+  const std::string expected =
+      "poolalloc: unknown option POOLALLOC_STAT=1 ignored (did you mean POOLALLOC_STATS?)\n";
+  EXPECT_EQ(stderr_of("POOLALLOC_STAT=1", "ls /"), expected);
+  const ScratchDirectory scratch;
+  const auto run =
+      run_preloaded("POOLALLOC_STAT=1", STATS_FD_HELPER " fork 3 " + scratch.path() + "/children");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.err, expected);
+  EXPECT_EQ(run_preloaded("POOLALLOC_STAT=1", "ls /", POOLALLOC_DEBUG_LIBRARY).err, expected);
+}
+
+TEST(UnknownOptions, NearestNames) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"POOLALLOC_STATSFILE=x", " (did you mean POOLALLOC_STATS_FILE?)"},
+      {"POOLALLOC_stats=1", " (did you mean POOLALLOC_STATS?)"},
+      {"POOLALLOC_VERBOES=1", " (did you mean POOLALLOC_VERBOSE?)"},
+      {"POOLALLOC_QUARANTINE_SIZE=1M", " (did you mean POOLALLOC_QUARANTINE?)"},
+      {"POOLALLOC_MAX=1", ""},
+      {"POOLALLOC_SOMETHING_ELSE=1", ""},
+  };
+  for (const auto& [variable, suggestion] : cases) {
+    EXPECT_EQ(stderr_of(variable, "ls /"), std::string("poolalloc: unknown option ") + variable +
+                                               " ignored" + suggestion + "\n");
+  }
+}
+
+// What a report shows of a variable is one line: cut after 80 bytes, control characters as '?'.
+TEST(UnknownOptions, OddNamesAndValuesMakeOneLineEach) {
+  EXPECT_EQ(stderr_of("POOLALLOC_=x", "ls /"), "poolalloc: unknown option POOLALLOC_=x ignored\n");
+  EXPECT_EQ(stderr_of("POOLALLOC_LEAK=", "ls /"),
+            "poolalloc: unknown option POOLALLOC_LEAK= ignored (did you mean POOLALLOC_LEAKS?)\n");
+  const std::string long_value(100000, 'v');
+  EXPECT_EQ(stderr_of("POOLALLOC_LONG=" + long_value, "ls /"),
+            "poolalloc: unknown option POOLALLOC_LONG=" + long_value.substr(0, 80 - 15) +
+                "... ignored\n");
+  const std::string long_name = "POOLALLOC_" + std::string(100000, 'N');
+  EXPECT_EQ(stderr_of(long_name + "=1", "ls /"),
+            "poolalloc: unknown option " + long_name.substr(0, 80) + "... ignored\n");
+  EXPECT_EQ(stderr_of("POOLALLOC_COLOUR=\"$(printf '\\033[31mred\\nline')\"", "ls /"),
+            "poolalloc: unknown option POOLALLOC_COLOUR=?[31mred?line ignored\n");
+  EXPECT_EQ(stderr_of("POOLALLOC_MAX_POOLED=\"$(printf 'x\\ny')\"", "ls /"),
+            "poolalloc: ignoring POOLALLOC_MAX_POOLED=x?y (expected a size from 0 to 32768); "
+            "using 32768\n");
+}
+
+// Thousands of variables: the other programs' are not looked at twice, and past eight unknown
+// ones a line counts the rest.
+TEST(UnknownOptions, ThousandsOfVariables) {
+  std::string others, unknown;
+  for (int i = 0; i < 3000; ++i) {
+    others += " O" + std::to_string(i) + "=1";
+    unknown += " POOLALLOC_U" + std::to_string(i) + "=1";
+  }
+  EXPECT_EQ(stderr_of(others + " POOLALLOC_STATS_FILE=", "ls /"), "");
+  std::string expected;
+  for (int i = 0; i < 8; ++i)
+    expected += "poolalloc: unknown option POOLALLOC_U" + std::to_string(i) + "=1 ignored\n";
+  expected += "poolalloc: 2992 more unknown POOLALLOC_* variables ignored\n";
+  EXPECT_EQ(stderr_of(others + unknown, "ls /"), expected);
+}
+
+TEST(Verbose, TheReleaseBuildListsTheVersionAndTheOptionsInForce) {
+  const auto run = run_preloaded(
+      "POOLALLOC_VERBOSE=1 POOLALLOC_MAX_POOLED=1152 POOLALLOC_REGION_SIZE=16G POOLALLOC_LEAKS=1",
+      "ls /");
+  EXPECT_EQ(without_pids(run.err), "poolalloc " POOLALLOC_VERSION_STRING
+                                   ", release build, pid N, options in force:\n"
+                                   "  POOLALLOC_STATS        0 (default)\n"
+                                   "  POOLALLOC_STATS_FILE   unset (default)\n"
+                                   "  POOLALLOC_VERBOSE      1\n"
+                                   "  POOLALLOC_MAX_POOLED   1.125 KiB\n"
+                                   "  POOLALLOC_DECAY_MS     1000 ms (default)\n"
+                                   "  POOLALLOC_REGION_SIZE  16 GiB\n"
+                                   "  POOLALLOC_LEAKS        1 (read by the debug build only)\n");
+}
+
+TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
+  const ScratchDirectory scratch;
+  const auto run = run_preloaded(
+      "POOLALLOC_VERBOSE=1 POOLALLOC_STATS_FILE=stats-%p.txt POOLALLOC_QUARANTINE=1500 "
+      "POOLALLOC_DECAY_MS=0",
+      "ls /", POOLALLOC_DEBUG_LIBRARY, scratch.path());
+  EXPECT_EQ(without_pids(run.err), "poolalloc " POOLALLOC_VERSION_STRING
+                                   ", debug build, pid N, options in force:\n"
+                                   "  POOLALLOC_STATS        1 (implied by POOLALLOC_STATS_FILE)\n"
+                                   "  POOLALLOC_STATS_FILE   " +
+                                       scratch.path() +
+                                       "/stats-%p.txt\n"
+                                       "  POOLALLOC_VERBOSE      1\n"
+                                       "  POOLALLOC_MAX_POOLED   32 KiB (default)\n"
+                                       "  POOLALLOC_DECAY_MS     0 ms\n"
+                                       "  POOLALLOC_REGION_SIZE  64 GiB (default)\n"
+                                       "  POOLALLOC_ON_ERROR     abort (default)\n"
+                                       "  POOLALLOC_LEAKS        0 (default)\n"
+                                       "  POOLALLOC_QUARANTINE   1500 B\n");
+}
+
+// The block comes after the reports of invalid values and unknown variables, in one write.
+TEST(Verbose, ComesAfterTheReports) {
+  const std::string err =
+      without_pids(stderr_of("POOLALLOC_VERBOSE=1 POOLALLOC_DECAY_MS=soon POOLALLOC_X=1", "ls /"));
+  EXPECT_EQ(err.rfind("poolalloc: ignoring POOLALLOC_DECAY_MS=soon", 0), 0u) << err;
+  EXPECT_NE(
+      err.find(
+          "\npoolalloc: unknown option POOLALLOC_X=1 ignored\npoolalloc " POOLALLOC_VERSION_STRING
+          ", release build"),
+      std::string::npos)
+      << err;
+  EXPECT_NE(err.find("  POOLALLOC_DECAY_MS     1000 ms (default)\n"), std::string::npos) << err;
 }
 
 // Runs the descriptor helper in `mode` with POOLALLOC_STATS=1, its stderr into a file, and

@@ -1,5 +1,5 @@
-// A program for options_test, run with libpoolalloc.so preloaded and POOLALLOC_STATS=1. It
-// does to its descriptors what the mode says, then exits:
+// A program for options_test, run with libpoolalloc.so preloaded and POOLALLOC_STATS=1 or
+// POOLALLOC_STATS_FILE. It does to its descriptors what the mode says, then exits:
 //   daemon DATA      closes fds 3..1023 (the copy of stderr the library took among them), then
 //                    opens DATA on the lowest numbers (so whichever one the copy had is reused)
 //                    and writes "payload\n" to it
@@ -8,9 +8,14 @@
 //   slow-exit        waits a moment (the reader of its stderr pipe goes away meanwhile)
 //   first-open DATA  opens DATA and exits with 0 when it got fd 3 (the lowest number above
 //                    stdio, which the library's copy of stderr must leave free), else 4
+//   fork N DATA      forks N children that exit at once, together, with exit() (so that each
+//                    writes its table), and writes their process ids to DATA, one a line
+//   chdir            changes to / before it exits
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -24,6 +29,37 @@ int reopen_data(const char* path, int first_fd) {
   }
   const char payload[] = "payload\n";
   return write(data, payload, sizeof payload - 1) == sizeof payload - 1 ? 0 : 3;
+}
+
+// The children wait until all are forked, then exit at once: their tables are written at the
+// same time. DATA is written once they are all forked: a child's exit() flushes no copy of it.
+int fork_children(int count, const char* path) {
+  static pid_t children[1000];
+  int start[2];
+  if (count < 0 || count > 1000 || pipe(start) != 0) return 2;
+  for (int i = 0; i < count; ++i) {
+    children[i] = fork();
+    if (children[i] < 0) return 2;
+    if (children[i] == 0) {
+      close(start[1]);
+      char byte;
+      while (read(start[0], &byte, 1) > 0) {
+      }
+      void* volatile block = malloc(200);
+      free(block);
+      exit(0);
+    }
+  }
+  close(start[1]);  // every child's read returns now
+  int failures = 0;
+  for (int status = 0; wait(&status) > 0;) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
+  }
+  FILE* data = fopen(path, "w");
+  if (data == nullptr) return 2;
+  for (int i = 0; i < count; ++i) fprintf(data, "%d\n", static_cast<int>(children[i]));
+  fclose(data);
+  return failures == 0 ? 0 : 5;
 }
 
 }  // namespace
@@ -48,6 +84,8 @@ int main(int argc, char** argv) {
     const int fd = open(argv[2], O_WRONLY | O_CREAT | O_APPEND, 0600);
     return fd == 3 ? 0 : 4;
   }
+  if (strcmp(argv[1], "fork") == 0 && argc == 4) return fork_children(atoi(argv[2]), argv[3]);
+  if (strcmp(argv[1], "chdir") == 0) return chdir("/") == 0 ? 0 : 2;
   if (strcmp(argv[1], "slow-exit") == 0) {
     usleep(200 * 1000);
     return 0;

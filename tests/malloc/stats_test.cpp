@@ -49,14 +49,25 @@ struct Row {
   std::uint64_t requests = 0, frees = 0, live = 0;
 };
 
-// Rows by block size, from "class block-size requests frees live peak spans bytes".
+// A size as the table writes it: "48 B", "1.125 KiB", "32 KiB".
+std::uint64_t bytes_of(double figure, const char* unit) {
+  const double scale = std::strcmp(unit, "KiB") == 0 ? 1024.0
+                       : std::strcmp(unit, "B") == 0 ? 1.0
+                                                     : 0.0;
+  return static_cast<std::uint64_t>(figure * scale);
+}
+
+// Rows by block size, from "class block-size requests frees live peak spans held".
 std::map<std::uint64_t, Row> rows_of(const Capture& capture) {
   std::map<std::uint64_t, Row> rows;
   const char* line = capture.text;
   while (line != nullptr && *line != '\0') {
-    unsigned long long cls = 0, size = 0, requests = 0, frees = 0, live = 0;
-    if (std::sscanf(line, "%llu %llu %llu %llu %llu", &cls, &size, &requests, &frees, &live) == 5)
-      rows[size] = Row{requests, frees, live};
+    unsigned long long cls = 0, requests = 0, frees = 0, live = 0;
+    double size = 0;
+    char unit[4] = {};
+    if (std::sscanf(line, "%llu %lf %3s %llu %llu %llu", &cls, &size, unit, &requests, &frees,
+                    &live) == 6)
+      rows[bytes_of(size, unit)] = Row{requests, frees, live};
     line = std::strchr(line, '\n');
     if (line != nullptr) ++line;
   }
