@@ -6,7 +6,7 @@
 Each fenced block tagged ```cpp or ```c is one translation unit, compiled as it stands with
 -Wall -Wextra -Werror against the headers of DIR; a block that includes <poolalloc/poolalloc.h>
 is linked with the static library ARCHIVE as the CMake target poolalloc::poolalloc_static links
-it. A block that defines main is run and must exit with 0 (assert is on: NDEBUG is not defined);
+it (C ones with the C++ runtime as well). A block that defines main is run and must exit with 0 (assert is on: NDEBUG is not defined);
 a ```text output block right after it (nothing but blank lines between) is its expected
 standard output, compared exactly. Every other block needs a tag of its own (```text, ```sh,
 ```cmake, ...): an untagged fence, or a C or C++ block under another name (c++, cxx, cc), is
@@ -104,7 +104,10 @@ def check_block(page, block, options, inputs_digest, expected):
         if has_main:
             command += [str(source), "-o", str(binary)]
             if links:
+                # The archive's objects are C++: a C program needs the C++ runtime too, which
+                # CMake adds by linking with the C++ driver.
                 command += [options.library, "-Wl,--undefined=malloc", "-pthread", "-ldl"]
+                command += ["-lstdc++"] if language == "c" else []
         else:
             command += ["-c", str(source), "-o", str(binary)]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
