@@ -8,8 +8,8 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
   # checks
   clang-format clang-tidy
-  # the debugging recipes of docs/debugging.md, run by a test
-  valgrind gdb
+  # the debugging recipes of docs/debugging.md, run by a test; man --warnings on the man pages
+  valgrind gdb man-db groff-base
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )
