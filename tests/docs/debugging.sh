@@ -70,6 +70,10 @@ expect_status "debug: a double free aborts" 134 "$status"
 expect_line "debug: the double free, with its call sites" \
   "^poolalloc-debug: double free: free of 0x[0-9a-f]+ \(16 bytes in a 48-byte block of size class 2, allocated at load_texture\+0x[0-9a-f]+ $site\) at unload_texture\+0x[0-9a-f]+ $site; first freed at unload_texture\+0x[0-9a-f]+ $site$" \
   debug.err
+site_of_malloc=$(grep -Eo 'allocated at load_texture\+0x[0-9a-f]+' debug.err | head -n 1)
+run addr2line addr2line -f -e ./textures "${site_of_malloc#allocated at }"
+expect_status "addr2line: the call site is the malloc of textures.c" "load_texture|8" \
+  "$(head -n 1 addr2line.out)|$(sed -n 's/.*textures\.c:\([0-9]*\).*/\1/p' addr2line.out)"
 run debug.overflow env LD_PRELOAD="$debug" "${overflow[@]}"
 expect_line "debug: the overflow" \
   "^poolalloc-debug: buffer overflow found when the block was freed: 12 bytes past the end of 0x[0-9a-f]+ \(16 bytes in a 48-byte block of size class 2, allocated at load_texture\+0x[0-9a-f]+ $site\) were overwritten$" \
