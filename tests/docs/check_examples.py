@@ -84,7 +84,8 @@ def digest_of_tree(directory):
 
 
 def check_block(page, block, options, inputs_digest, expected):
-    """Compiles the block (and runs it when it has a main); returns a message or None."""
+    """Compiles the block (and runs it when it has a main); returns a message or None, and the
+    files it keeps in the work directory."""
     where = f"{page}:{block.line}"
     language = COMPILED[block.tag]
     source_text = f'#line {block.line + 1} "{page}"\n{block.text}'
@@ -99,6 +100,7 @@ def check_block(page, block, options, inputs_digest, expected):
     work = Path(options.work)
     source = work / f"{key[:16]}.{language}"
     binary = work / f"{key[:16]}.{'out' if has_main else 'o'}"
+    files = {source, binary}
     if not binary.exists():
         source.write_text(source_text, encoding="utf-8")
         if has_main:
@@ -112,24 +114,24 @@ def check_block(page, block, options, inputs_digest, expected):
             command += ["-c", str(source), "-o", str(binary)]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            return f"{where}: the {block.tag} example does not compile:\n{result.stderr}"
+            return f"{where}: the {block.tag} example does not compile:\n{result.stderr}", files
     if not has_main:
         print(f"{where}: compiles", flush=True)
-        return None
+        return None, files
     try:
         run = subprocess.run([str(binary)], cwd=work, capture_output=True, text=True,
                              timeout=60, check=False)
     except subprocess.TimeoutExpired:
-        return f"{where}: the example ran for over 60 s"
+        return f"{where}: the example ran for over 60 s", files
     if run.returncode != 0:
         return (f"{where}: the example exited with status {run.returncode}\n"
-                f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}")
+                f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"), files
     if block.line in expected and run.stdout != expected[block.line]:
         return (f"{where}: the example printed\n{run.stdout}\nwhere the page shows\n"
-                f"{expected[block.line]}")
+                f"{expected[block.line]}"), files
     print(f"{where}: compiles and runs" + (", output as shown" if block.line in expected else ""),
           flush=True)
-    return None
+    return None, files
 
 
 def main():
@@ -157,11 +159,16 @@ def main():
     library = Path(options.library)
     inputs_digest = digest_of_tree(options.include) + str(library.stat().st_mtime_ns)
     compiled = [block for block in blocks if block.tag in COMPILED]
+    kept = set()
     for block in compiled:
-        message = check_block(page, block, options, inputs_digest, expected)
+        message, files = check_block(page, block, options, inputs_digest, expected)
+        kept.update(files)
         if message:
             problems += 1
             print(message, flush=True)
+    for stale in Path(options.work).iterdir():  # the results of examples since changed
+        if stale not in kept:
+            stale.unlink()
     print(f"{page}: {len(compiled)} examples, {problems} problems")
     return 1 if problems else 0
 
