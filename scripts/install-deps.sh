@@ -8,12 +8,14 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
   # checks
   clang-format clang-tidy
+  # the debugging recipes of docs/debugging.md, run by a test; man --warnings on the man pages
+  valgrind gdb man-db groff-base
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )
 if [[ "${1:-}" == "--bench" ]]; then
   # ruby and z3: programs of mimalloc-bench (rbstress, z3)
-  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time valgrind ruby z3)
+  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time ruby z3)
 fi
 
 missing=()
