@@ -11,35 +11,29 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/install-deps.sh"
 
 stage() { printf '\n== %s\n' "$*"; }
-build() {
-  local dir=$1
-  shift
-  cmake -S "$root" -B "$root/$dir" -G Ninja "$@" >/dev/null
-  cmake --build "$root/$dir"
-}
-check() { ctest --test-dir "$root/$1" --output-on-failure -j2 "${@:2}"; }
+# build PRESET, check PRESET: configure and build, or run the tests, as CMakePresets.json says.
+build() { (cd "$root" && cmake --preset "$1" >/dev/null && cmake --build --preset "$1"); }
+check() { (cd "$root" && ctest --preset "$1"); }
 
 stage "g++ release build: all tests"
-build build
-check build
+build default
+check default
 
 stage "clang-format and clang-tidy"
 "$root/scripts/lint.sh" "$root/build"
 
 stage "clang build: unit tests"
-build build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPOOLALLOC_BUILD_BENCH=OFF
-check build-clang -LE integration
+build clang
+check clang
 
 stage "AddressSanitizer + UndefinedBehaviorSanitizer: toolkit and core"
-build build-asan -DCMAKE_BUILD_TYPE=Debug -DPOOLALLOC_SANITIZE=address
-check build-asan
+build asan
+check asan
 
 stage "ThreadSanitizer: thread-related tests"
-build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOOLALLOC_SANITIZE=thread
-check build-tsan -L threads
+build tsan
+check tsan
 
 stage "libFuzzer: malloc_fuzzer for ${POOLALLOC_FUZZ_SECONDS:-60} s"
-cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ -DPOOLALLOC_BUILD_BENCH=OFF -DPOOLALLOC_FUZZ=ON >/dev/null
-cmake --build "$root/build-fuzz" --target malloc_fuzzer
-check build-fuzz -L fuzz
+build fuzz
+check fuzz
