@@ -8,6 +8,9 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
   # checks
   clang-format clang-tidy
+  # install and package tests: pkg-config consumers, cpack -G DEB (dpkg-shlibdeps, file), the
+  # fresh Debian root the package is installed in
+  pkg-config dpkg-dev file debootstrap
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )

@@ -5,12 +5,37 @@
 #   3. clang build: the same code must compile warning-free, and the unit tests pass;
 #   4. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the thread-related tests under ThreadSanitizer;
-#   6. the libFuzzer target of the malloc for POOLALLOC_FUZZ_SECONDS (default 60).
+#   6. the libFuzzer target of the malloc for POOLALLOC_FUZZ_SECONDS (default 60);
+#   7. the Debian package (cpack -G DEB) installed with apt-get in a fresh Debian 12 root, where
+#      poolalloc --stats runs python3. debootstrap builds that root (build/debian-root, kept for
+#      later runs) in the background from the start, so that its download overlaps the builds.
+# Every stage ends with the seconds it took.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/install-deps.sh"
 
-stage() { printf '\n== %s\n' "$*"; }
+mkdir -p "$root/build"
+debian_log=$root/build/debian-root.log
+"$root/tests/package/debian_root.sh" "$root/build/debian-root" >"$debian_log" 2>&1 &
+debian_root=$!
+# When a stage fails, the root's build, if still running, stops (and removes what it had made).
+# shellcheck disable=SC2046 # a list of process ids
+trap 'if [[ -n $(jobs -pr) ]]; then kill $(jobs -pr); wait; fi' EXIT
+
+started=$SECONDS
+stage_name=""
+stage_started=$SECONDS
+stage_done() {
+  if [[ -n $stage_name ]]; then
+    printf '== %s: %d s\n' "$stage_name" $((SECONDS - stage_started))
+  fi
+}
+stage() {
+  stage_done
+  stage_name=$*
+  stage_started=$SECONDS
+  printf '\n== %s\n' "$*"
+}
 # build PRESET, check PRESET: configure and build, or run the tests, as CMakePresets.json says.
 build() { (cd "$root" && cmake --preset "$1" >/dev/null && cmake --build --preset "$1"); }
 check() { (cd "$root" && ctest --preset "$1"); }
@@ -37,3 +62,15 @@ check tsan
 stage "libFuzzer: malloc_fuzzer for ${POOLALLOC_FUZZ_SECONDS:-60} s"
 build fuzz
 check fuzz
+
+stage "Debian package: apt-get install in a fresh Debian 12 root, poolalloc --stats python3"
+status=0
+wait "$debian_root" || status=$?
+cat "$debian_log"
+if ((status != 0)); then
+  echo "test.sh: building the Debian root failed, as logged above" >&2
+  exit 1
+fi
+check package
+stage_done
+printf '== all stages: %d s\n' $((SECONDS - started))
