@@ -14,3 +14,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/poolallocConfigVersion.cm
 install(FILES ${PROJECT_BINARY_DIR}/poolallocConfig.cmake
               ${PROJECT_BINARY_DIR}/poolallocConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/poolalloc)
+
+# The wrapper, bin/poolalloc, finds the library in ../lib[64][/<multiarch>] from where it is.
+if(TARGET poolalloc)
+  install(PROGRAMS scripts/poolalloc DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(FILES LICENSE README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -65,7 +65,7 @@ while (($#)); do
   shift
 done
 
-build_dir="$root/build-suite"
+build_dir="$root/build-suite"  # CMakePresets.json: preset suite
 case $mode in
   full) : "${rounds:=5}" "${results:=$root/bench/results}" ;;
   quick) : "${rounds:=3}" "${results:=$build_dir/results-quick}" ;;
@@ -76,9 +76,7 @@ esac
 if ((install)); then "$root/scripts/install-deps.sh" --bench; fi
 if ((build)); then
   echo "building poolalloc (Release) and the workloads in $build_dir" >&2
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DPOOLALLOC_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$build_dir" --target poolalloc bench_workloads >/dev/null
+  (cd "$root" && cmake --preset suite >/dev/null && cmake --build --preset suite >/dev/null)
   poolalloc=${poolalloc:-$build_dir/src/libpoolalloc.so}
   bin_dir=${bin_dir:-$build_dir/bench/workloads}
 fi

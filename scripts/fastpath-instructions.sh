@@ -31,11 +31,10 @@ while (($#)); do
 done
 command -v valgrind >/dev/null || { echo "fastpath: valgrind is not installed" >&2; exit 1; }
 
-build_dir="$root/build-suite"
+build_dir="$root/build-suite"  # CMakePresets.json: preset suite
 if ((build)); then
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DPOOLALLOC_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$build_dir" --target poolalloc workload_fastpath >/dev/null
+  (cd "$root" && cmake --preset suite >/dev/null &&
+    cmake --build --preset suite --target poolalloc workload_fastpath >/dev/null)
 fi
 poolalloc=${poolalloc:-$build_dir/src/libpoolalloc.so}
 program=${bin_dir:-$build_dir/bench/workloads}/fastpath

@@ -10,6 +10,9 @@ packages=(
   clang-format clang-tidy
   # the debugging recipes of docs/debugging.md, run by a test; man --warnings on the man pages
   valgrind gdb man-db groff-base
+  # install and package tests: pkg-config consumers, cpack -G DEB (dpkg-shlibdeps, file), the
+  # fresh Debian root the package is installed in
+  pkg-config dpkg-dev file debootstrap
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Formatting and static checks: clang-format must leave every source as it is, and clang-tidy
 # (.clang-tidy) must find nothing in the allocator or in the toolkit headers.
-#   scripts/lint.sh [BUILD_DIR]   (a configured build with compile_commands.json; default build)
+#   scripts/lint.sh [BUILD_DIR]   (a configured build with compile_commands.json; default build,
+#                                 configured with CMake preset "default" if it is not yet)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 cd "$root"
+if (($# == 0)) && [[ ! -f $build/compile_commands.json ]]; then
+  cmake --preset default >/dev/null
+fi
 
 # tests/integration/data and bench/programs hold programs that g++ compiles as input.
 mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' '*.h' ':!:tests/integration/data/*' \

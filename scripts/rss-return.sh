@@ -17,10 +17,9 @@ while (($#)); do
   shift
 done
 
-build_dir="$root/build-suite"
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DPOOLALLOC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build_dir" --target poolalloc workload_rss_return >/dev/null
+build_dir="$root/build-suite"  # CMakePresets.json: preset suite
+(cd "$root" && cmake --preset suite >/dev/null &&
+  cmake --build --preset suite --target poolalloc workload_rss_return >/dev/null)
 
 libdir=/usr/lib/x86_64-linux-gnu
 declare -A libraries=(

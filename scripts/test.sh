@@ -5,41 +5,73 @@
 #   3. clang build: the same code must compile warning-free, and the unit tests pass;
 #   4. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the thread-related tests under ThreadSanitizer;
-#   6. the libFuzzer target of the malloc for PA_TEST_FUZZ_SECONDS (default 60).
+#   6. the libFuzzer target of the malloc for PA_TEST_FUZZ_SECONDS (default 60);
+#   7. the Debian package (cpack -G DEB) installed with apt-get in a fresh Debian 12 root, where
+#      poolalloc --stats runs python3. debootstrap builds that root (build/debian-root, kept for
+#      later runs) in the background from the start, so that its download overlaps the builds.
+# Every stage ends with the seconds it took.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/install-deps.sh"
 
-stage() { printf '\n== %s\n' "$*"; }
-build() {
-  local dir=$1
-  shift
-  cmake -S "$root" -B "$root/$dir" -G Ninja "$@" >/dev/null
-  cmake --build "$root/$dir"
+mkdir -p "$root/build"
+debian_log=$root/build/debian-root.log
+"$root/tests/package/debian_root.sh" "$root/build/debian-root" >"$debian_log" 2>&1 &
+debian_root=$!
+# When a stage fails, the root's build, if still running, stops (and removes what it had made).
+# shellcheck disable=SC2046 # a list of process ids
+trap 'if [[ -n $(jobs -pr) ]]; then kill $(jobs -pr); wait; fi' EXIT
+
+started=$SECONDS
+stage_name=""
+stage_started=$SECONDS
+stage_done() {
+  if [[ -n $stage_name ]]; then
+    printf '== %s: %d s\n' "$stage_name" $((SECONDS - stage_started))
+  fi
 }
-check() { ctest --test-dir "$root/$1" --output-on-failure -j2 "${@:2}"; }
+stage() {
+  stage_done
+  stage_name=$*
+  stage_started=$SECONDS
+  printf '\n== %s\n' "$*"
+}
+# build PRESET, check PRESET: configure and build, or run the tests, as CMakePresets.json says.
+build() { (cd "$root" && cmake --preset "$1" >/dev/null && cmake --build --preset "$1"); }
+check() { (cd "$root" && ctest --preset "$1"); }
 
 stage "g++ release build: all tests"
-build build
-check build
+build default
+check default
 
 stage "clang-format and clang-tidy"
 "$root/scripts/lint.sh" "$root/build"
 
 stage "clang build: unit tests"
-build build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPOOLALLOC_BUILD_BENCH=OFF
-check build-clang -LE integration
+build clang
+check clang
 
 stage "AddressSanitizer + UndefinedBehaviorSanitizer: toolkit and core"
-build build-asan -DCMAKE_BUILD_TYPE=Debug -DPOOLALLOC_SANITIZE=address
-check build-asan
+build asan
+check asan
 
 stage "ThreadSanitizer: thread-related tests"
-build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOOLALLOC_SANITIZE=thread
-check build-tsan -L threads
+build tsan
+check tsan
 
 stage "libFuzzer: malloc_fuzzer for ${PA_TEST_FUZZ_SECONDS:-60} s"
-cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ -DPOOLALLOC_BUILD_BENCH=OFF -DPOOLALLOC_FUZZ=ON >/dev/null
-cmake --build "$root/build-fuzz" --target malloc_fuzzer
-check build-fuzz -L fuzz
+build fuzz
+check fuzz
+
+stage "Debian package: apt-get install in a fresh Debian 12 root, poolalloc --stats python3"
+status=0
+wait "$debian_root" || status=$?
+if ((status != 0)); then
+  cat "$debian_log"
+  echo "test.sh: building the Debian root failed, as logged above" >&2
+  exit 1
+fi
+grep '^debian_root:' "$debian_log" || echo "Debian root: built by an earlier run"
+check package
+stage_done
+printf '== all stages: %d s\n' $((SECONDS - started))

@@ -6,12 +6,11 @@
 # particle-system example (bench/particles.cpp), which prints its time per frame and budgets.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build="$root/build-bench"
+build="$root/build-bench"  # CMakePresets.json: preset toolkit-bench
 repetitions=${REPETITIONS:-9}
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOOLALLOC_BUILD_MALLOC=OFF \
-  -DPOOLALLOC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target toolkit_bench toolkit_particles >/dev/null
+(cd "$root" && cmake --preset toolkit-bench >/dev/null &&
+  cmake --build --preset toolkit-bench >/dev/null)
 
 json="$build/toolkit_bench.json"
 "$build/bench/toolkit_bench" --benchmark_repetitions="$repetitions" \

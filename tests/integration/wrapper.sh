@@ -9,7 +9,7 @@ pa_require sort seq
 pa_setup
 [[ -n "${POOLALLOC_BUILD_DIR:-}" ]] || pa_die "POOLALLOC_BUILD_DIR is not set (the build tree)"
 wrapper=$(cd "$pa_dir/../.." && pwd)/scripts/poolalloc
-cd "$PA_TEST_SCRATCH"
+cd "$POOLALLOC_SCRATCH"
 
 # expect WHAT EXPECTED ACTUAL
 expect() {
@@ -23,7 +23,8 @@ expect() {
 status=0
 "$wrapper" --help >help.out 2>help.err || status=$?
 expect "--help exits 0" 0 "$status"
-expect "--help prints usage on stdout" "usage: poolalloc [--stats] [--debug] [--] CMD [ARGS...]" \
+expect "--help prints usage on stdout" \
+  "usage: poolalloc [--stats] [--stats-file PATH] [--verbose] [--debug] [--version] [--help] [--] CMD [ARGS...]" \
   "$(head -n 1 help.out)"
 
 status=0
@@ -40,11 +41,15 @@ status=0
 expect "missing command: status 127" 127 "$status"
 expect "missing command: message" "poolalloc: no-such-command-xyz: command not found" "$(cat missing.err)"
 
+# The build tree's soname link, libpoolalloc.so.0, to the library CMake built.
+soname=$POOLALLOC_BUILD_DIR/src/libpoolalloc.so.0
+expect "the soname link is the library CMake built" "$(readlink -f "$PA_TEST_LIB")" \
+  "$(readlink -f "$soname")"
 # shellcheck disable=SC2016 # expanded by the inner shell
-expect "it preloads the library CMake built" "$PA_TEST_LIB|unset" \
+expect "it preloads the soname link" "$soname|unset" \
   "$("$wrapper" sh -c 'printf "%s|%s" "$LD_PRELOAD" "${POOLALLOC_STATS-unset}"')"
 # shellcheck disable=SC2016
-expect "an LD_PRELOAD already set comes after it" "$PA_TEST_LIB:/nonexistent/other.so" \
+expect "an LD_PRELOAD already set comes after it" "$soname:/nonexistent/other.so" \
   "$(LD_PRELOAD=/nonexistent/other.so "$wrapper" sh -c 'printf %s "$LD_PRELOAD"' 2>/dev/null)"
 # shellcheck disable=SC2016
 expect "--stats sets POOLALLOC_STATS=1" 1 \
@@ -67,8 +72,8 @@ expect "sort -n through the wrapper: same output, nothing on stderr" "same|0" \
 pooled=$(pa_max_pooled stats.err)
 if [[ -n "$pooled" ]]; then
   expect "--stats: bash prints 'pooled requests: N' with N > 0" 1 $((pooled > 0))
-elif [[ ${PA_TEST_REQUIRE_STATS:-1} == 0 ]]; then
-  pa_log "--stats: no statistics line (PA_TEST_REQUIRE_STATS=0: not checked)"
+elif [[ ${POOLALLOC_REQUIRE_STATS:-1} == 0 ]]; then
+  pa_log "--stats: no statistics line (POOLALLOC_REQUIRE_STATS=0: not checked)"
 else
   pa_fail "--stats: no 'pooled requests: N' line from bash; its stderr: $(cat stats.err)"
 fi

@@ -1,0 +1,23 @@
+# cpack -G DEB (in the build folder, or cpack --preset deb) builds
+# poolalloc_<version>_amd64.deb from everything cmake --install puts in the prefix, under /usr.
+set(CPACK_PACKAGE_NAME poolalloc)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "poolalloc contributors")
+set(CPACK_PACKAGE_CONTACT "poolalloc contributors")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "malloc of fixed-size pools, and a game-allocator toolkit")
+set(CPACK_PACKAGE_DESCRIPTION
+  "poolalloc serves small requests in O(1) from size-class pools and hands the rest to the\n"
+  "system allocator. The package holds libpoolalloc.so.${PROJECT_VERSION_MAJOR} (run any program on it with the\n"
+  "poolalloc command, which preloads it), libpoolalloc.a to link into a program, the debug\n"
+  "builds of both, the header-only C++20 toolkit (pools, frame, stack and pmr allocators),\n"
+  "CMake and pkg-config files, and man pages. Licence: MIT.")
+string(JOIN "" CPACK_PACKAGE_DESCRIPTION ${CPACK_PACKAGE_DESCRIPTION})
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # poolalloc_<version>_<architecture>.deb
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from dpkg-shlibdeps (libc6, libstdc++6, ...)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # a shlibs file: libpoolalloc 0 poolalloc (>= version)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+include(CPack)
