@@ -9,7 +9,7 @@ pa_require sort seq
 pa_setup
 [[ -n "${POOLALLOC_BUILD_DIR:-}" ]] || pa_die "POOLALLOC_BUILD_DIR is not set (the build tree)"
 wrapper=$(cd "$pa_dir/../.." && pwd)/scripts/poolalloc
-cd "$POOLALLOC_SCRATCH"
+cd "$PA_TEST_SCRATCH"
 
 # expect WHAT EXPECTED ACTUAL
 expect() {
@@ -72,8 +72,8 @@ expect "sort -n through the wrapper: same output, nothing on stderr" "same|0" \
 pooled=$(pa_max_pooled stats.err)
 if [[ -n "$pooled" ]]; then
   expect "--stats: bash prints 'pooled requests: N' with N > 0" 1 $((pooled > 0))
-elif [[ ${POOLALLOC_REQUIRE_STATS:-1} == 0 ]]; then
-  pa_log "--stats: no statistics line (POOLALLOC_REQUIRE_STATS=0: not checked)"
+elif [[ ${PA_TEST_REQUIRE_STATS:-1} == 0 ]]; then
+  pa_log "--stats: no statistics line (PA_TEST_REQUIRE_STATS=0: not checked)"
 else
   pa_fail "--stats: no 'pooled requests: N' line from bash; its stderr: $(cat stats.err)"
 fi
