@@ -33,20 +33,20 @@ install_into "$prefix"
 if diff expected installed >layout.diff; then
   echo "ok: the installed tree (expected - installed: none)"
 else
-  fail "the installed tree differs (expected -, installed +):"
+  pa_fail "the installed tree differs (expected -, installed +):"
   cat layout.diff
 fi
 
-expect "bin/poolalloc is executable" yes "$([[ -x $prefix/bin/poolalloc ]] && echo yes)"
+pa_expect "bin/poolalloc is executable" yes "$([[ -x $prefix/bin/poolalloc ]] && echo yes)"
 for name in poolalloc poolalloc-debug; do
   lib=$prefix/$libdir/lib$name
-  expect "lib$name.so is the dev link to the soname" "lib$name.so.$major" "$(readlink "$lib.so")"
-  expect "lib$name.so.$major links to the library" "lib$name.so.$version" \
+  pa_expect "lib$name.so is the dev link to the soname" "lib$name.so.$major" "$(readlink "$lib.so")"
+  pa_expect "lib$name.so.$major links to the library" "lib$name.so.$version" \
     "$(readlink "$lib.so.$major")"
   dynamic=$(readelf -d "$lib.so.$version")
-  expect "lib$name.so.$version: SONAME" "[lib$name.so.$major]" \
+  pa_expect "lib$name.so.$version: SONAME" "[lib$name.so.$major]" \
     "$(awk '/\(SONAME\)/ { print $NF }' <<<"$dynamic")"
-  expect "lib$name.so.$version: no RPATH or RUNPATH into the build tree" "" \
+  pa_expect "lib$name.so.$version: no RPATH or RUNPATH into the build tree" "" \
     "$(grep -E '\((RPATH|RUNPATH)\)' <<<"$dynamic" || true)"
 done
 finish

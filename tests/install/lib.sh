@@ -9,11 +9,12 @@ if (($# != 7)); then
   echo "usage: $0 BUILD_DIR SOURCE_DIR SCRATCH_DIR VERSION LIBDIR CC CXX" >&2
   exit 2
 fi
+# shellcheck source=../integration/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"  # pa_expect, pa_fail
 # shellcheck disable=SC2034 # for the test scripts
 build=$1 source=$2 scratch=$3 version=$4 libdir=$5 cc=$6 cxx=$7
 # shellcheck disable=SC2034
 major=${version%%.*}
-failures=0
 
 # Nothing from the caller's environment may choose the library or the pkg-config files.
 unset LD_PRELOAD LD_LIBRARY_PATH POOLALLOC_BUILD_DIR PKG_CONFIG_PATH
@@ -27,19 +28,6 @@ rm -rf "$scratch"
 mkdir -p "$scratch"
 cd "$scratch"
 
-fail() {
-  printf 'FAIL: %s\n' "$*"
-  failures=$((failures + 1))
-}
-
-# expect WHAT EXPECTED ACTUAL
-expect() {
-  if [[ "$2" == "$3" ]]; then
-    printf 'ok: %s\n' "$1"
-  else
-    fail "$1: expected [$2], got [$3]"
-  fi
-}
 
 # install_into PREFIX: cmake --install of the build tree into PREFIX, which must not exist.
 install_into() {
@@ -60,15 +48,15 @@ check() {
   if ((status == 0)); then
     printf 'ok: %s\n' "$what"
   else
-    fail "$what: exit status $status from: $*"
+    pa_fail "$what: exit status $status from: $*"
     printf '%s\n' "$output"
   fi
   return "$status"
 }
 
 finish() {
-  if ((failures)); then
-    printf '%d check(s) failed\n' "$failures"
+  if ((pa_failures)); then
+    printf '%d check(s) failed\n' "$pa_failures"
     exit 1
   fi
   echo "all checks passed"

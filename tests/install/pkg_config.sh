@@ -8,9 +8,9 @@ prefix=$scratch/prefix
 install_into "$prefix"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 for module in poolalloc poolalloc-debug poolalloc-toolkit; do
-  expect "pkg-config --modversion $module" "$version" "$(pkg-config --modversion "$module")"
+  pa_expect "pkg-config --modversion $module" "$version" "$(pkg-config --modversion "$module")"
 done
-expect "the installed prefix in poolalloc.pc" "$prefix" "$(pkg-config --variable=prefix poolalloc)"
+pa_expect "the installed prefix in poolalloc.pc" "$prefix" "$(pkg-config --variable=prefix poolalloc)"
 
 # needed PROGRAM: the libraries PROGRAM names in DT_NEEDED, one line.
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
@@ -26,7 +26,7 @@ new_only=$source/tests/malloc/static_new_only.cpp
       "$cc" -std=c11 -Wall -Werror "$source/tests/install/strdup_only.c" \
       $(pkg-config --cflags "$module") -Wl,--as-needed $(pkg-config --libs "$module") \
       "$runpath" -o "strdup_only.$module"; then
-      expect "$module: strdup_only loads lib$module.so.$major" 1 \
+      pa_expect "$module: strdup_only loads lib$module.so.$major" 1 \
         "$(needed "strdup_only.$module" | grep -c "lib$module\.so\.$major ")"
       check "$module: strdup_only runs on poolalloc's malloc" "./strdup_only.$module" || true
     fi
@@ -36,7 +36,7 @@ new_only=$source/tests/malloc/static_new_only.cpp
   if check "a C++ program using only new and delete, shared, --as-needed, builds" \
     "$cxx" -std=c++20 -fno-builtin "$new_only" $(pkg-config --cflags poolalloc) \
     -Wl,--as-needed $(pkg-config --libs poolalloc) "$runpath" -o new_only.shared; then
-    expect "new_only.shared loads libpoolalloc.so.$major" 1 \
+    pa_expect "new_only.shared loads libpoolalloc.so.$major" 1 \
       "$(needed new_only.shared | grep -c "libpoolalloc\.so\.$major ")"
     check "new_only.shared: new and strdup reach the pools" ./new_only.shared || true
   fi
@@ -47,7 +47,7 @@ new_only=$source/tests/malloc/static_new_only.cpp
     "$cxx" -std=c++20 -O2 -flto -ffunction-sections -fno-builtin "$new_only" \
     $(pkg-config --cflags poolalloc) -flto -Wl,--as-needed -Wl,--gc-sections \
     -Wl,-Bstatic $(pkg-config --static --libs poolalloc) -Wl,-Bdynamic -o new_only.static; then
-    expect "new_only.static loads no libpoolalloc*.so" 0 "$(libs_of new_only.static)"
+    pa_expect "new_only.static loads no libpoolalloc*.so" 0 "$(libs_of new_only.static)"
     check "new_only.static: new and strdup reach the pools" ./new_only.static || true
   fi
 
@@ -55,7 +55,7 @@ new_only=$source/tests/malloc/static_new_only.cpp
   if check "the toolkit's consumer builds with poolalloc-toolkit.pc" \
     "$cxx" -std=c++20 "$source/tests/toolkit/consumer/main.cpp" \
     $(pkg-config --cflags --libs poolalloc-toolkit) -o toolkit_consumer; then
-    expect "toolkit_consumer loads no libpoolalloc*.so" 0 "$(libs_of toolkit_consumer)"
+    pa_expect "toolkit_consumer loads no libpoolalloc*.so" 0 "$(libs_of toolkit_consumer)"
     check "toolkit_consumer runs" ./toolkit_consumer || true
   fi
 }

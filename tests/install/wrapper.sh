@@ -8,13 +8,13 @@ install_into "$scratch/prefix"
 
 status=0
 "$scratch/prefix/bin/poolalloc" --help >help.out 2>help.err || status=$?
-expect "--help exits 0 and prints nothing on stderr" "0|0" "$status|$(wc -c <help.err)"
+pa_expect "--help exits 0 and prints nothing on stderr" "0|0" "$status|$(wc -c <help.err)"
 # Every POOLALLOC_* name the library knows, from its sources: a line "  NAME=DEFAULT  MEANING".
 mapfile -t names < <(grep -ohE '"POOLALLOC_[A-Z_]+"' "$source"/src/*.cpp "$source"/src/*.hpp |
   tr -d '"' | sort -u)
-expect "the library's sources name its options" 1 $((${#names[@]} > 0))
+pa_expect "the library's sources name its options" 1 $((${#names[@]} > 0))
 for name in "${names[@]}"; do
-  expect "--help lists $name with its default and meaning" 1 \
+  pa_expect "--help lists $name with its default and meaning" 1 \
     "$(grep -cE "^  $name=[^ ]* +[^ ]" help.out)"
 done
 
@@ -30,16 +30,16 @@ print(process.poolalloc_owns(process.malloc(100)))'
 # from another folder.
 try() {
   local lib=$1/$2 wrapper=$1/bin/poolalloc
-  expect "$2: --version" "poolalloc $version" "$(cd / && "$wrapper" --version)"
-  expect "$2: --debug --version" "poolalloc $version" "$(cd / && "$wrapper" --debug --version)"
+  pa_expect "$2: --version" "poolalloc $version" "$(cd / && "$wrapper" --version)"
+  pa_expect "$2: --debug --version" "poolalloc $version" "$(cd / && "$wrapper" --debug --version)"
   # shellcheck disable=SC2016 # expanded by the inner shell
-  expect "$2: it preloads the installed soname, an LD_PRELOAD already set after it" \
+  pa_expect "$2: it preloads the installed soname, an LD_PRELOAD already set after it" \
     "$lib/libpoolalloc.so.$major:/nonexistent/other.so" \
     "$(cd / && LD_PRELOAD=/nonexistent/other.so "$wrapper" sh -c 'printf %s "$LD_PRELOAD"' \
       2>/dev/null)"
-  expect "$2: python3 run from / allocates from the installed library" 1 \
+  pa_expect "$2: python3 run from / allocates from the installed library" 1 \
     "$(cd / && "$wrapper" python3 -c "$owns_malloc")"
-  expect "$2: the same on the debug build" 1 \
+  pa_expect "$2: the same on the debug build" 1 \
     "$(cd / && "$wrapper" --debug python3 -c "$owns_malloc")"
 }
 try "$scratch/prefix" "$libdir"
@@ -58,16 +58,16 @@ done
 # A prefix with a space: LD_PRELOAD cannot hold the path, the wrapper goes by LD_LIBRARY_PATH.
 spaced="$scratch/with space"
 install_into "$spaced"
-expect "a prefix with a space: python3 allocates from the installed library" 1 \
+pa_expect "a prefix with a space: python3 allocates from the installed library" 1 \
   "$(cd / && "$spaced/bin/poolalloc" python3 -c "$owns_malloc")"
 
 # --stats-file and --verbose set the library's options; a relative file is made absolute.
 # shellcheck disable=SC2016
-expect "--stats-file out.%p --verbose set POOLALLOC_STATS_FILE and POOLALLOC_VERBOSE" \
+pa_expect "--stats-file out.%p --verbose set POOLALLOC_STATS_FILE and POOLALLOC_VERBOSE" \
   "$scratch/out.%p|1" \
   "$("$scratch/prefix/bin/poolalloc" --stats-file out.%p --verbose \
     sh -c 'printf "%s|%s" "$POOLALLOC_STATS_FILE" "$POOLALLOC_VERBOSE"' 2>/dev/null)"
 status=0
 "$scratch/prefix/bin/poolalloc" --stats-file >/dev/null 2>missing.err || status=$?
-expect "--stats-file without a path: status 2" 2 "$status"
+pa_expect "--stats-file without a path: status 2" 2 "$status"
 finish

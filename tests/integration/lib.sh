@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# The integration-test harness, sourced by every tests/integration/*.sh script.
+# The integration-test harness, sourced by every tests/integration/*.sh script (and, for its
+# checks pa_expect and pa_fail, by the install and package tests).
 #
 # A test runs a real program (or a small workload around one) three times:
 #   system    on the system allocator (no LD_PRELOAD);
@@ -26,6 +27,14 @@ pa_log() { printf '%s\n' "$*"; }
 pa_fail() {
   printf 'FAIL: %s\n' "$*"
   pa_failures=$((pa_failures + 1))
+}
+# pa_expect WHAT EXPECTED ACTUAL: a check that ACTUAL is EXPECTED.
+pa_expect() {
+  if [[ "$2" == "$3" ]]; then
+    pa_log "ok: $1"
+  else
+    pa_fail "$1: expected [$2], got [$3]"
+  fi
 }
 pa_die() {
   printf 'ERROR: %s\n' "$*"

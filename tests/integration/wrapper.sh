@@ -11,59 +11,50 @@ pa_setup
 wrapper=$(cd "$pa_dir/../.." && pwd)/scripts/poolalloc
 cd "$PA_TEST_SCRATCH"
 
-# expect WHAT EXPECTED ACTUAL
-expect() {
-  if [[ "$2" == "$3" ]]; then
-    pa_log "ok: $1"
-  else
-    pa_fail "$1: expected [$2], got [$3]"
-  fi
-}
-
 status=0
 "$wrapper" --help >help.out 2>help.err || status=$?
-expect "--help exits 0" 0 "$status"
-expect "--help prints usage on stdout" \
+pa_expect "--help exits 0" 0 "$status"
+pa_expect "--help prints usage on stdout" \
   "usage: poolalloc [--stats] [--stats-file PATH] [--verbose] [--debug] [--version] [--help] [--] CMD [ARGS...]" \
   "$(head -n 1 help.out)"
 
 status=0
 "$wrapper" >none.out 2>none.err || status=$?
-expect "no command: status 2" 2 "$status"
-expect "no command: usage on stderr only" "0 1" "$(wc -c <none.out) $(grep -c '^usage:' none.err)"
+pa_expect "no command: status 2" 2 "$status"
+pa_expect "no command: usage on stderr only" "0 1" "$(wc -c <none.out) $(grep -c '^usage:' none.err)"
 
 status=0
 "$wrapper" --no-such-option true >bad.out 2>bad.err || status=$?
-expect "unknown option: status 2" 2 "$status"
+pa_expect "unknown option: status 2" 2 "$status"
 
 status=0
 "$wrapper" no-such-command-xyz >missing.out 2>missing.err || status=$?
-expect "missing command: status 127" 127 "$status"
-expect "missing command: message" "poolalloc: no-such-command-xyz: command not found" "$(cat missing.err)"
+pa_expect "missing command: status 127" 127 "$status"
+pa_expect "missing command: message" "poolalloc: no-such-command-xyz: command not found" "$(cat missing.err)"
 
 # The build tree's soname link, libpoolalloc.so.0, to the library CMake built.
 soname=$POOLALLOC_BUILD_DIR/src/libpoolalloc.so.0
-expect "the soname link is the library CMake built" "$(readlink -f "$PA_TEST_LIB")" \
+pa_expect "the soname link is the library CMake built" "$(readlink -f "$PA_TEST_LIB")" \
   "$(readlink -f "$soname")"
 # shellcheck disable=SC2016 # expanded by the inner shell
-expect "it preloads the soname link" "$soname|unset" \
+pa_expect "it preloads the soname link" "$soname|unset" \
   "$("$wrapper" sh -c 'printf "%s|%s" "$LD_PRELOAD" "${POOLALLOC_STATS-unset}"')"
 # shellcheck disable=SC2016
-expect "an LD_PRELOAD already set comes after it" "$soname:/nonexistent/other.so" \
+pa_expect "an LD_PRELOAD already set comes after it" "$soname:/nonexistent/other.so" \
   "$(LD_PRELOAD=/nonexistent/other.so "$wrapper" sh -c 'printf %s "$LD_PRELOAD"' 2>/dev/null)"
 # shellcheck disable=SC2016
-expect "--stats sets POOLALLOC_STATS=1" 1 \
+pa_expect "--stats sets POOLALLOC_STATS=1" 1 \
   "$("$wrapper" --stats -- sh -c 'printf %s "$POOLALLOC_STATS"' 2>/dev/null)"
 
 status=0
 "$wrapper" sh -c 'echo out; echo err >&2; exit 3' >status.out 2>status.err || status=$?
-expect "the program's exit status comes back" 3 "$status"
-expect "the program's stdout and stderr pass unchanged" "out|err" "$(cat status.out)|$(cat status.err)"
+pa_expect "the program's exit status comes back" 3 "$status"
+pa_expect "the program's stdout and stderr pass unchanged" "out|err" "$(cat status.out)|$(cat status.err)"
 
 seq 200000 -1 1 >numbers
 sort -n numbers >sorted.system
 "$wrapper" sort -n numbers >sorted.poolalloc 2>sorted.err
-expect "sort -n through the wrapper: same output, nothing on stderr" "same|0" \
+pa_expect "sort -n through the wrapper: same output, nothing on stderr" "same|0" \
   "$(cmp -s sorted.system sorted.poolalloc && echo same)|$(wc -c <sorted.err)"
 
 # bash, not sort: coreutils close stderr before they exit.
@@ -71,7 +62,7 @@ expect "sort -n through the wrapper: same output, nothing on stderr" "same|0" \
 "$wrapper" --stats bash -c 'a=(); for i in {1..1000}; do a+=("$i"); done' 2>stats.err
 pooled=$(pa_max_pooled stats.err)
 if [[ -n "$pooled" ]]; then
-  expect "--stats: bash prints 'pooled requests: N' with N > 0" 1 $((pooled > 0))
+  pa_expect "--stats: bash prints 'pooled requests: N' with N > 0" 1 $((pooled > 0))
 elif [[ ${PA_TEST_REQUIRE_STATS:-1} == 0 ]]; then
   pa_log "--stats: no statistics line (PA_TEST_REQUIRE_STATS=0: not checked)"
 else

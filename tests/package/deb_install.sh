@@ -27,19 +27,6 @@ fi
   echo "ERROR: the scratch folder $scratch is not inside the build tree $build" >&2
   exit 2
 }
-failures=0
-fail() {
-  printf 'FAIL: %s\n' "$*"
-  failures=$((failures + 1))
-}
-expect() {
-  if [[ "$2" == "$3" ]]; then
-    printf 'ok: %s\n' "$1"
-  else
-    fail "$1: expected [$2], got [$3]"
-  fi
-}
-
 # Unmounts what is mounted under DIR (a run killed before its trap left /proc there).
 unmount_under() {
   local mount
@@ -59,20 +46,20 @@ cpack -G DEB --config "$build/CPackConfig.cmake" -B "$scratch/cpack" >cpack.log 
   exit 1
 }
 deb=poolalloc_${version}_amd64.deb
-expect "cpack -G DEB builds $deb" "$deb" "$(cd cpack && ls -- *.deb)"
+pa_expect "cpack -G DEB builds $deb" "$deb" "$(cd cpack && ls -- *.deb)"
 [[ -f cpack/$deb ]] || exit 1
-expect "Package, Version, Architecture" "poolalloc|$version|amd64" \
+pa_expect "Package, Version, Architecture" "poolalloc|$version|amd64" \
   "$(dpkg-deb -f "cpack/$deb" Package)|$(dpkg-deb -f "cpack/$deb" Version)|$(dpkg-deb -f "cpack/$deb" Architecture)"
-expect "Depends names libc6 and libstdc++6" "2" \
+pa_expect "Depends names libc6 and libstdc++6" "2" \
   "$(dpkg-deb -f "cpack/$deb" Depends | grep -oE '\b(libc6|libstdc\+\+6)\b' | wc -l)"
-expect "the description names the licence" 1 "$(dpkg-deb -f "cpack/$deb" Description | grep -c 'MIT')"
+pa_expect "the description names the licence" 1 "$(dpkg-deb -f "cpack/$deb" Description | grep -c 'MIT')"
 cmake --install "$build" --prefix "$scratch/prefix" >install.log 2>&1
 (cd prefix && find . ! -type d | sed 's|^\.|/usr|' | sort) >installed
 dpkg-deb -c "cpack/$deb" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./|/|' | sort >packaged
 if diff installed packaged >package.diff; then
   echo "ok: the package holds what cmake --install gives, under /usr"
 else
-  fail "the package and cmake --install differ (installed -, packaged +):"
+  pa_fail "the package and cmake --install differ (installed -, packaged +):"
   cat package.diff
 fi
 echo "cpack and checks: $((SECONDS - started)) s"
@@ -93,25 +80,25 @@ in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root 
 if ! in_root sh -c 'cd /tmp && DEBIAN_FRONTEND=noninteractive apt-get install -y \
   -o Dpkg::Use-Pty=0 ./poolalloc_*.deb' >apt.log 2>&1; then
   cat apt.log
-  fail "apt-get install ./$deb failed in the fresh root"
+  pa_fail "apt-get install ./$deb failed in the fresh root"
 else
   echo "ok: apt-get install ./$deb in the fresh root"
-  expect "poolalloc --version there" "poolalloc $version" "$(in_root poolalloc --version)"
+  pa_expect "poolalloc --version there" "poolalloc $version" "$(in_root poolalloc --version)"
   program='print(sum(len(str(i)) for i in range(100000)), sorted({"pool": 1, "alloc": 2}))'
   expected=$(python3 -c "$program")
   status=0
   in_root poolalloc --stats python3 -c "$program" >python.out 2>python.err || status=$?
-  expect "poolalloc --stats python3 there: status and output as without poolalloc" \
+  pa_expect "poolalloc --stats python3 there: status and output as without poolalloc" \
     "0|$expected" "$status|$(cat python.out)"
-  expect "... and the statistics table on stderr" 1 "$(grep -c '^poolalloc statistics' python.err)"
+  pa_expect "... and the statistics table on stderr" 1 "$(grep -c '^poolalloc statistics' python.err)"
   pooled=$(pa_max_pooled python.err)
-  expect "... whose pools served python" 1 $((${pooled:-0} > 0))
-  ((failures == 0)) || cat python.err
+  pa_expect "... whose pools served python" 1 $((${pooled:-0} > 0))
+  ((pa_failures == 0)) || cat python.err
 fi
 echo "install and run in the root: $((SECONDS - started)) s"
 
-if ((failures)); then
-  printf '%d check(s) failed\n' "$failures"
+if ((pa_failures)); then
+  printf '%d check(s) failed\n' "$pa_failures"
   exit 1
 fi
 echo "all checks passed"
