@@ -66,6 +66,13 @@ void child_after_fork() {
   release_after_fork(true);
 }
 
+// At load, before the program's threads: the pools are set up before any thread can read
+// g_pooled_limit on its fast path (the tests of the core, which link no exports.cpp and so no
+// start_up(), rely on this too).
+__attribute__((constructor)) void on_load() {
+  ensure_initialised();
+}
+
 __attribute__((destructor)) void on_exit() {
   print_stats_at_exit();
 }
