@@ -4,6 +4,8 @@
 #   debugging.sh PAGE RELEASE_LIBRARY DEBUG_LIBRARY WORK_DIR
 # Skips (status 77) when cc, valgrind or gdb is missing (scripts/install-deps.sh installs them).
 set -euo pipefail
+# shellcheck source=../integration/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"  # pa_expect, pa_fail, pa_log
 page=$(readlink -f "$1") release=$(readlink -f "$2") debug=$(readlink -f "$3") work=$4
 for program in cc valgrind gdb; do
   if ! command -v "$program" >/dev/null; then
@@ -16,22 +18,13 @@ mkdir -p "$work"
 cd "$work"
 unset LD_PRELOAD POOLALLOC_STATS POOLALLOC_ON_ERROR POOLALLOC_LEAKS
 
-failures=0
-ok() { printf 'ok: %s\n' "$1"; }
-fail() {
-  printf 'FAIL: %s\n' "$1"
-  failures=$((failures + 1))
-}
 # expect_line WHAT REGEX FILE: some line of FILE matches REGEX (grep -E).
 expect_line() {
-  if grep -Eq -- "$2" "$3"; then ok "$1"; else fail "$1: no line matching [$2] in: $(cat "$3")"; fi
+  if grep -Eq -- "$2" "$3"; then pa_log "ok: $1"; else pa_fail "$1: no line matching [$2] in: $(cat "$3")"; fi
 }
 # expect_no_line WHAT REGEX FILE
 expect_no_line() {
-  if grep -Eq -- "$2" "$3"; then fail "$1: a line matches [$2] in: $(cat "$3")"; else ok "$1"; fi
-}
-expect_status() {
-  if [[ $2 == "$3" ]]; then ok "$1"; else fail "$1: status $3, expected $2"; fi
+  if grep -Eq -- "$2" "$3"; then pa_fail "$1: a line matches [$2] in: $(cat "$3")"; else pa_log "ok: $1"; fi
 }
 # run NAME COMMAND...: runs COMMAND with stdout and stderr in NAME.out and NAME.err, and its
 # exit status in `status`.
@@ -56,9 +49,9 @@ read_after_free=(./textures load grass unload print)
 run glibc "${double_free[@]}"
 expect_line "glibc finds the double free" '^free\(\): double free detected in tcache 2$' glibc.err
 run glibc.overflow "${overflow[@]}"
-expect_status "glibc misses the overflow" 0 "$status"
+pa_expect "glibc misses the overflow" 0 "$status"
 run release env LD_PRELOAD="$release" "${double_free[@]}"
-expect_status "release: a double free aborts" 134 "$status"
+pa_expect "release: a double free aborts" 134 "$status"
 expect_line "release: the report" \
   '^poolalloc: free\(0x[0-9a-f]+\): double free of the 16-byte block \(size class 0\)$' release.err
 
@@ -66,13 +59,13 @@ expect_line "release: the report" \
 # shows the 0x5a fill.
 site='\(\./textures\)'
 run debug env LD_PRELOAD="$debug" "${double_free[@]}"
-expect_status "debug: a double free aborts" 134 "$status"
+pa_expect "debug: a double free aborts" 134 "$status"
 expect_line "debug: the double free, with its call sites" \
   "^poolalloc-debug: double free: free of 0x[0-9a-f]+ \(16 bytes in a 48-byte block of size class 2, allocated at load_texture\+0x[0-9a-f]+ $site\) at unload_texture\+0x[0-9a-f]+ $site; first freed at unload_texture\+0x[0-9a-f]+ $site$" \
   debug.err
 site_of_malloc=$(grep -Eo 'allocated at load_texture\+0x[0-9a-f]+' debug.err | head -n 1)
 run addr2line addr2line -f -e ./textures "${site_of_malloc#allocated at }"
-expect_status "addr2line: the call site is the malloc of textures.c" "load_texture|8" \
+pa_expect "addr2line: the call site is the malloc of textures.c" "load_texture|8" \
   "$(head -n 1 addr2line.out)|$(sed -n 's/.*textures\.c:\([0-9]*\).*/\1/p' addr2line.out)"
 run debug.overflow env LD_PRELOAD="$debug" "${overflow[@]}"
 expect_line "debug: the overflow" \
@@ -94,21 +87,21 @@ for synonyms in "" "--soname-synonyms=somalloc=libpoolalloc.so*"; do
   expect_line "$label: the read after free" '^==[0-9]+== Invalid read of size 1$' memcheck.err
   expect_line "$label: named in unload_texture" 'by 0x[0-9A-F]+: unload_texture \(textures\.c:' \
     memcheck.err
-  expect_status "$label: the pools serve nothing" 0 "$(pooled_requests memcheck.err)"
+  pa_expect "$label: the pools serve nothing" 0 "$(pooled_requests memcheck.err)"
 done
 # A synonym narrows the replacement: the debug build's soname does not match it.
 run memcheck.debug env LD_PRELOAD="$debug" POOLALLOC_STATS=1 valgrind "${read_after_free[@]}"
-expect_status "memcheck replaces the debug build's malloc too" 0 \
+pa_expect "memcheck replaces the debug build's malloc too" 0 \
   "$(pooled_requests memcheck.debug.err)"
 run memcheck.debug.synonym env LD_PRELOAD="$debug" POOLALLOC_STATS=1 \
   valgrind "--soname-synonyms=somalloc=libpoolalloc.so*" "${read_after_free[@]}"
 pooled=$(pooled_requests memcheck.debug.synonym.err)
-expect_status "somalloc=libpoolalloc.so* leaves the debug build's malloc in place" 1 \
+pa_expect "somalloc=libpoolalloc.so* leaves the debug build's malloc in place" 1 \
   $((${pooled:-0} > 0))
 run memcheck.none env LD_PRELOAD="$release" POOLALLOC_STATS=1 \
   valgrind --soname-synonyms=somalloc=nouserintercepts "${read_after_free[@]}"
 pooled=$(pooled_requests memcheck.none.err)
-expect_status "nouserintercepts: the pools serve the program" 1 $((${pooled:-0} > 0))
+pa_expect "nouserintercepts: the pools serve the program" 1 $((${pooled:-0} > 0))
 expect_no_line "nouserintercepts: memcheck misses the read" 'Invalid read' memcheck.none.err
 
 # gdb stops at the report's abort with the program's frames on the stack, and the library
@@ -128,7 +121,7 @@ run gdb.debug gdb -q -batch -ex "set environment LD_PRELOAD $debug" -ex run \
 expect_line "gdb, debug build: poolalloc_print_stats(1) at the report" '^poolalloc statistics' \
   gdb.debug.out
 
-if ((failures)); then
-  printf '%d checks failed; outputs in %s\n' "$failures" "$work"
+if ((pa_failures)); then
+  printf '%d checks failed; outputs in %s\n' "$pa_failures" "$work"
   exit 1
 fi
