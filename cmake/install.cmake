@@ -13,6 +13,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/poolallocConfigVersion.cm
   COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/poolallocConfig.cmake
               ${PROJECT_BINARY_DIR}/poolallocConfigVersion.cmake
+              cmake/poolalloc_link_feature.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/poolalloc)
 
 # The wrapper, bin/poolalloc, finds the library in ../lib[64][/<multiarch>] from where it is.

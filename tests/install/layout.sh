@@ -18,7 +18,7 @@ install_into "$prefix"
   done
   echo "$libdir/pkgconfig/poolalloc-toolkit.pc"
   for file in poolallocConfig.cmake poolallocConfigVersion.cmake poolallocTargets.cmake \
-    poolallocTargets-CONFIG.cmake; do
+    poolallocTargets-CONFIG.cmake poolalloc_link_feature.cmake; do
     echo "$libdir/cmake/poolalloc/$file"
   done
   for page in "$source"/docs/man/*.[1-9]; do
