@@ -18,7 +18,9 @@ clang-format --dry-run --Werror "${sources[@]}"
 
 # Every finding of clang-tidy on the allocator's sources, and on the toolkit's headers as the
 # toolkit tests include them all (the findings in the tests themselves are not counted).
-# clang 14's static analyzer crashes on exports.cpp, which defines malloc and free itself.
+# clang 14's static analyzer crashes on exports.cpp, which defines malloc and free itself, and
+# takes minutes over the toolkit tests' death tests: it follows the toolkit's paths from the
+# particle-system example instead, which uses every part of it.
 tidy() { clang-tidy -p "$build" --quiet "$@" 2>/dev/null || true; }
 export -f tidy
 export build
@@ -26,9 +28,12 @@ findings=$(
   {
     printf '%s\n' src/*.cpp | grep -v '^src/exports.cpp$' | xargs -P "$(nproc)" -I{} bash -c 'tidy {}'
     tidy --checks='-clang-analyzer-*' src/exports.cpp
-    printf '%s\n' tests/toolkit/*_test.cpp |
-      xargs -P "$(nproc)" -I{} bash -c "tidy --header-filter=include/poolalloc/ {}" |
-      grep 'include/poolalloc/' || true
+    {
+      printf '%s\n' tests/toolkit/*_test.cpp |
+        xargs -P "$(nproc)" -I{} bash -c "tidy --checks=-clang-analyzer-* \
+          --header-filter=include/poolalloc/ {}"
+      tidy --header-filter=include/poolalloc/ bench/particles.cpp
+    } | grep 'include/poolalloc/' || true
   } | grep 'warning:' | sort -u || true
 )
 if [[ -n $findings ]]; then
