@@ -210,6 +210,13 @@ class Pool {
     T* slots;
     std::uint32_t first;  // the slot number of slots[0]
     std::uint32_t count;
+
+    [[nodiscard]] std::uintptr_t offset_of(const T* object) const {
+      return reinterpret_cast<std::uintptr_t>(object) - reinterpret_cast<std::uintptr_t>(slots);
+    }
+    [[nodiscard]] bool holds(const T* object) const {
+      return offset_of(object) < std::uintptr_t{count} * sizeof(T);
+    }
   };
 
   bool add_chunk(std::size_t count) {
@@ -218,6 +225,7 @@ class Pool {
     if (memory == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
     chunks_.push_back({static_cast<T*>(memory), free_.size(), slots});
+    first_chunk_ = chunks_.front();
     free_.add_free_slots(slots);
     handles_.add_slots(slots);
     if (debug_) {
@@ -226,9 +234,11 @@ class Pool {
     return true;
   }
 
-  // O(1) for a fixed pool, O(chunks) for a grown one.
+  // O(1) in the first chunk (all of a fixed pool), O(chunks) in the others.
   [[nodiscard]] T* address_of(std::uint32_t slot) const {
-    const Chunk* chunk = chunks_.data();
+    if (slot < first_chunk_.count) [[likely]]
+      return first_chunk_.slots + slot;
+    const Chunk* chunk = chunks_.data() + 1;
     while (slot - chunk->first >= chunk->count) ++chunk;
     return chunk->slots + (slot - chunk->first);
   }
@@ -236,16 +246,20 @@ class Pool {
   // The slot of `object` if it is a live object of this pool; reported as a fault of `operation`
   // otherwise.
   [[nodiscard]] std::uint32_t live_slot_of(const T* object, std::string_view operation) const {
-    const auto address = reinterpret_cast<std::uintptr_t>(object);
+    const Chunk* chunk = first_chunk_.holds(object) ? &first_chunk_ : chunk_holding(object);
+    if (chunk == nullptr) fail_object(operation, object, " outside the pool");
+    const std::uintptr_t offset = chunk->offset_of(object);
+    if (offset % sizeof(T) != 0) fail_object(operation, object, " not at the start of a slot");
+    const auto slot = chunk->first + static_cast<std::uint32_t>(offset / sizeof(T));
+    if (free_.is_free(slot)) fail_object(operation, object, ", which is not alive");
+    return slot;
+  }
+
+  [[nodiscard]] const Chunk* chunk_holding(const T* object) const {
     for (const Chunk& chunk : chunks_) {
-      const std::uintptr_t offset = address - reinterpret_cast<std::uintptr_t>(chunk.slots);
-      if (offset >= std::uintptr_t{chunk.count} * sizeof(T)) continue;
-      if (offset % sizeof(T) != 0) fail_object(operation, object, " not at the start of a slot");
-      const auto slot = chunk.first + static_cast<std::uint32_t>(offset / sizeof(T));
-      if (free_.is_free(slot)) fail_object(operation, object, ", which is not alive");
-      return slot;
+      if (chunk.holds(object)) return &chunk;
     }
-    fail_object(operation, object, " outside the pool");
+    return nullptr;
   }
 
   [[nodiscard]] std::uint32_t slot_of(Handle<T> handle) const {
@@ -318,6 +332,7 @@ class Pool {
   }
 
   std::vector<Chunk> chunks_;
+  Chunk first_chunk_{};  // chunks_.front(), or none: kept here, where spawn and despawn look first
   detail::SlotBitmap free_;
   detail::HandleTable handles_;
   std::size_t size_ = 0;

@@ -22,8 +22,8 @@ class SlotBitmap {
   // Slots [size(), size() + count) join as free slots.
   void add_free_slots(std::uint32_t count) {
     const std::uint32_t end = size_ + count;
-    words_.resize((std::size_t{end} + 63) / 64);
-    summary_.resize((words_.size() + 63) / 64);
+    words_.resize((std::size_t{end} + 63) / 64 + 1);  // the new last word: the zero sentinel
+    summary_.resize((word_count() + 63) / 64);
     for (std::uint32_t slot = size_; slot < end; ++slot) release(slot);
     size_ = end;
   }
@@ -31,8 +31,10 @@ class SlotBitmap {
   // The lowest free slot, now used; kNone when every slot is used. About 10 instructions while
   // the lowest word with a free slot has more; a summary word is read only when it runs out.
   [[nodiscard]] std::uint32_t take_lowest_free() {
-    const std::uint32_t slot = lowest_free();
-    if (slot == kNone) return kNone;
+    if (words_[first_word_] == 0 && lowest_free() == kNone) [[unlikely]]
+      return kNone;
+    const std::uint32_t slot =
+        first_word_ * 64 + static_cast<std::uint32_t>(std::countr_zero(words_[first_word_]));
     // Clearing the lowest set bit (not the bit of `slot`) keeps the chain from one take to the
     // next at a load, one instruction and a store.
     std::uint64_t& word = words_[first_word_];
@@ -42,9 +44,9 @@ class SlotBitmap {
   }
 
   [[nodiscard]] std::uint32_t lowest_free() {
-    if (first_word_ == words_.size() || words_[first_word_] == 0) [[unlikely]] {
+    if (words_[first_word_] == 0) [[unlikely]] {  // the sentinel, past the last word, is 0
       first_word_ = first_word_with_a_free_slot();
-      if (first_word_ == words_.size()) return kNone;
+      if (first_word_ == word_count()) return kNone;
     }
     return first_word_ * 64 + static_cast<std::uint32_t>(std::countr_zero(words_[first_word_]));
   }
@@ -58,8 +60,10 @@ class SlotBitmap {
 
   // Marks a used slot free. O(1), about 8 instructions.
   void release(std::uint32_t slot) {
-    words_[slot / 64] |= bit(slot);
-    summary_[slot / 4096] |= bit(slot / 64);
+    std::uint64_t& word = words_[slot / 64];
+    // The summary changes only when the word had no free slot: most releases leave it unread.
+    if (word == 0) summary_[slot / 4096] |= bit(slot / 64);
+    word |= bit(slot);
     if (slot / 64 < first_word_) first_word_ = slot / 64;
   }
 
@@ -78,7 +82,7 @@ class SlotBitmap {
   // are visited, so f may release the slot it is given.
   template <class F>
   void for_each_used(F&& f) const {
-    for (std::uint32_t word = 0; word < words_.size(); ++word) {
+    for (std::uint32_t word = 0; word < word_count(); ++word) {
       for (std::uint64_t used = ~words_[word] & below(size_ - word * 64); used != 0;
            used &= used - 1) {
         f(word * 64 + static_cast<std::uint32_t>(std::countr_zero(used)));
@@ -97,16 +101,22 @@ class SlotBitmap {
     return count >= 64 ? ~std::uint64_t{0} : bit(count) - 1;
   }
 
-  // The lowest word with a free slot, or words_.size(). None lies below first_word_.
+  [[nodiscard]] std::uint32_t word_count() const {
+    return static_cast<std::uint32_t>(words_.size() - 1);
+  }
+
+  // The lowest word with a free slot, or word_count(). None lies below first_word_.
   [[nodiscard]] std::uint32_t first_word_with_a_free_slot() const {
     for (std::size_t s = first_word_ / 64; s < summary_.size(); ++s) {
       if (summary_[s] != 0)
         return static_cast<std::uint32_t>(s * 64 + std::countr_zero(summary_[s]));
     }
-    return static_cast<std::uint32_t>(words_.size());
+    return word_count();
   }
 
-  std::vector<std::uint64_t> words_;
+  // One bit per slot, then a zero word: the sentinel that first_word_ points at when every slot
+  // is used, so that finding the lowest free slot needs no bounds check.
+  std::vector<std::uint64_t> words_ = std::vector<std::uint64_t>(1);
   std::vector<std::uint64_t> summary_;
   std::uint32_t size_ = 0;
   std::uint32_t first_word_ = 0;  // no word below it has a free slot
