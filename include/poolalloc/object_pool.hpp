@@ -12,7 +12,8 @@
 //   fill patterns, and check on spawn that no despawned slot was written to.
 //
 // A fixed pool is one chunk of slots; a growable one adds a chunk as large as the pool so far
-// when full, and never moves an object to grow. Not thread-safe, by choice: use one pool per
+// when full (64 slots when it has none: created with capacity 0, or without memory then), and
+// never moves an object to grow. Not thread-safe, by choice: use one pool per
 // thread (or Synchronized<Pool<T>>).
 #pragma once
 
@@ -94,7 +95,9 @@ class Pool {
   [[nodiscard]] T* spawn(Args&&... args) {
     std::uint32_t slot = free_.take_lowest_free();
     if (slot == detail::SlotBitmap::kNone) [[unlikely]] {
-      if (growth_ == Growth::fixed || !add_chunk(capacity())) return nullptr;
+      if (growth_ == Growth::fixed || !add_chunk(capacity() == 0 ? kFirstGrowth : capacity())) {
+        return nullptr;
+      }
       slot = free_.take_lowest_free();
     }
     void* memory = address_of(slot);
@@ -206,6 +209,8 @@ class Pool {
   }
 
  private:
+  static constexpr std::size_t kFirstGrowth = 64;
+
   struct Chunk {
     T* slots;
     std::uint32_t first;  // the slot number of slots[0]

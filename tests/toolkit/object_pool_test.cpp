@@ -104,6 +104,17 @@ TEST(Pool, AGrowablePoolKeepsSpawningAndNeverMovesObjects) {
   EXPECT_EQ(pool.size(), 0u);
 }
 
+TEST(Pool, AGrowablePoolCreatedEmptyGrowsOnItsFirstSpawn) {
+  Pool<Counted> pool(0, Growth::growable);
+  EXPECT_EQ(pool.capacity(), 0u);
+  Counted* first = pool.spawn(7);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->value, 7);
+  EXPECT_EQ(pool.capacity(), 64u);
+  Pool<Counted> fixed(0);
+  EXPECT_EQ(fixed.spawn(1), nullptr);
+}
+
 TEST(Pool, AThrowingConstructorLeavesThePoolUnchanged) {
   Pool<ThrowsWhenAsked> pool(2);
   ThrowsWhenAsked* first = pool.spawn(false);
