@@ -13,8 +13,8 @@
 //
 // A fixed pool is one chunk of slots; a growable one adds a chunk as large as the pool so far
 // when full (64 slots when it has none: created with capacity 0, or without memory then), and
-// never moves an object to grow. Not thread-safe, by choice: use one pool per
-// thread (or Synchronized<Pool<T>>).
+// never moves an object to grow. Not thread-safe, by choice: use one pool per thread (or
+// Synchronized<Pool<T>>).
 #pragma once
 
 #include <compare>
