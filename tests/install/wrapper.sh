@@ -37,6 +37,10 @@ try() {
     "$lib/libpoolalloc.so.$major:/nonexistent/other.so" \
     "$(cd / && LD_PRELOAD=/nonexistent/other.so "$wrapper" sh -c 'printf %s "$LD_PRELOAD"' \
       2>/dev/null)"
+  # shellcheck disable=SC2016
+  pa_expect "$2: the installed library, whatever POOLALLOC_BUILD_DIR says" \
+    "$lib/libpoolalloc.so.$major" \
+    "$(cd / && POOLALLOC_BUILD_DIR=/nonexistent/build "$wrapper" sh -c 'printf %s "$LD_PRELOAD"')"
   pa_expect "$2: python3 run from / allocates from the installed library" 1 \
     "$(cd / && "$wrapper" python3 -c "$owns_malloc")"
   pa_expect "$2: the same on the debug build" 1 \

@@ -43,6 +43,11 @@ pa_expect "it preloads the soname link" "$soname|unset" \
 pa_expect "an LD_PRELOAD already set comes after it" "$soname:/nonexistent/other.so" \
   "$(LD_PRELOAD=/nonexistent/other.so "$wrapper" sh -c 'printf %s "$LD_PRELOAD"' 2>/dev/null)"
 # shellcheck disable=SC2016
+pa_expect "a poolalloc library already preloaded gives way to the wrapper's" \
+  "$soname:/nonexistent/other.so" \
+  "$(LD_PRELOAD="/x/libpoolalloc-debug.so.0 /nonexistent/other.so:/y/libpoolalloc.so.0" \
+    "$wrapper" sh -c 'printf %s "$LD_PRELOAD"' 2>/dev/null)"
+# shellcheck disable=SC2016
 pa_expect "--stats sets POOLALLOC_STATS=1" 1 \
   "$("$wrapper" --stats -- sh -c 'printf %s "$POOLALLOC_STATS"' 2>/dev/null)"
 
