@@ -2,20 +2,30 @@
 # Programs built against an installed prefix with find_package(poolalloc) and its targets
 # (tests/install/cmake_consumer) get poolalloc's malloc for the whole process, linked with
 # poolalloc::poolalloc or poolalloc::poolalloc_debug under -Wl,--as-needed or with
-# poolalloc::poolalloc_static, even when they never name malloc or free.
+# poolalloc::poolalloc_static, even when they never name malloc or free, in a C project as in
+# a C and C++ one.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 prefix=$scratch/prefix
 install_into "$prefix"
 
-if check "the consumer project configures with find_package(poolalloc)" \
-  cmake -S "$source/tests/install/cmake_consumer" -B consumer -G Ninja \
-  -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DPOOLALLOC_TESTS="$source/tests" &&
-  check "the consumer project builds" cmake --build consumer; then
-  for program in strdup_only.poolalloc strdup_only.poolalloc_debug new_only.poolalloc \
-    new_only.poolalloc_static; do
-    check "$program runs on poolalloc's malloc" "consumer/$program" || true
+# consume NAME [CMAKE_ARGS...]: configures, builds and runs the consumer project in NAME/.
+consume() {
+  local name=$1 program
+  shift
+  check "$name: the consumer project configures with find_package(poolalloc)" \
+    cmake -S "$source/tests/install/cmake_consumer" -B "$name" -G Ninja \
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DPOOLALLOC_TESTS="$source/tests" "$@" &&
+    check "$name: the consumer project builds" cmake --build "$name" || return 0
+  for program in "$name"/strdup_only.* "$name"/new_only.*; do
+    if [[ -x $program ]]; then
+      check "$program runs on poolalloc's malloc" "$program" || true
+    fi
   done
-fi
+}
+consume c-project
+consume cxx-project -DPOOLALLOC_CONSUMER_CXX=ON
+pa_expect "programs built and run: 3 in the C project, 5 in the C and C++ one" "3 5" \
+  "$(find c-project -maxdepth 1 -type f -executable | wc -l) $(find cxx-project -maxdepth 1 -type f -executable | wc -l)"
 finish
