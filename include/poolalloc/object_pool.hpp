@@ -81,16 +81,25 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
+  // Destroys the live objects in slot order, each once, even when a destructor despawns other
+  // objects of the pool (a parent holding its child's UniquePtr): each slot is released before
+  // its destructor runs, and a despawn of an object the pool destroyed already does nothing.
   ~Pool() {
     if (debug_ && size() > 0) report_live_objects();
-    for_each([](T& object) { object.~T(); });
+    destroying_ = true;
+    for (std::uint32_t slot = free_.next_used(0); slot != detail::SlotBitmap::kNone;
+         slot = free_.next_used(slot + 1)) {
+      free_.release(slot);
+      --size_;
+      address_of(slot)->~T();
+    }
     for (const Chunk& chunk : chunks_) {
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
     }
   }
 
   // nullptr when the pool is full and cannot grow. If T's constructor throws, the slot goes back
-  // and the exception propagates.
+  // (a chunk grown for it stays) and the exception propagates.
   template <class... Args>
   [[nodiscard]] T* spawn(Args&&... args) {
     std::uint32_t slot = free_.take_lowest_free();
@@ -100,29 +109,24 @@ class Pool {
       }
       slot = free_.take_lowest_free();
     }
-    void* memory = address_of(slot);
     if (debug_) [[unlikely]]
       check_untouched_since_despawn(slot);
-    if constexpr (std::is_nothrow_constructible_v<T, Args&&...>) {
-      ::new (memory) T(std::forward<Args>(args)...);
-    } else {
-      try {
-        ::new (memory) T(std::forward<Args>(args)...);
-      } catch (...) {
-        free_.release(slot);
-        throw;
-      }
-    }
+    T* object = construct_in(slot, std::forward<Args>(args)...);
     handles_.spawned(slot);
     note_spawned();
-    return static_cast<T*>(memory);
+    return object;
   }
 
   // nullptr is ignored; a pointer to no live object of this pool is reported before any
   // destructor runs.
   void despawn(T* object) {
     if (object == nullptr) return;
-    destroy_slot(live_slot_of(object, "despawn"));
+    const std::uint32_t slot = slot_of_object(object, "despawn");
+    if (free_.is_free(slot)) [[unlikely]] {
+      if (destroying_) return;  // destroyed by ~Pool already, before the despawning destructor
+      fail_object("despawn", object, ", which is not alive");
+    }
+    destroy_slot(slot);
   }
 
   // A stale handle, or one of another pool, is reported and aborts.
@@ -151,8 +155,9 @@ class Pool {
   [[nodiscard]] const T* get(Handle<T> handle) const { return find(handle); }
 
   // Calls f(object) for every live object, in slot order (address order within each chunk, and
-  // so for a fixed pool). f may despawn the object it is given; an object spawned during the walk
-  // may or may not be visited. O(capacity / 64 + live objects).
+  // so for a fixed pool). f may despawn the object it is given or others (one despawned before the
+  // walk reaches it is not visited); an object spawned during the walk may or may not be visited.
+  // O(capacity / 64 + live objects).
   template <class F>
   void for_each(F&& f) {
     free_.for_each_used([&](std::uint32_t slot) { f(*address_of(slot)); });
@@ -175,7 +180,7 @@ class Pool {
       from = free_.highest_used_below(from);
       if (from == detail::SlotBitmap::kNone || from < to) break;
       T* source = address_of(from);
-      T* target = ::new (address_of(to)) T(std::move(*source));
+      T* target = construct_in(to, std::move(*source));
       source->~T();
       free_.take(to);
       free_.release(from);
@@ -248,14 +253,38 @@ class Pool {
     return chunk->slots + (slot - chunk->first);
   }
 
-  // The slot of `object` if it is a live object of this pool; reported as a fault of `operation`
-  // otherwise.
-  [[nodiscard]] std::uint32_t live_slot_of(const T* object, std::string_view operation) const {
+  // Constructs a T in slot `slot`, which the caller has taken. If the constructor throws, the
+  // slot is free again (with its fill pattern under debug checks) and the exception propagates.
+  template <class... Args>
+  T* construct_in(std::uint32_t slot, Args&&... args) {
+    void* memory = address_of(slot);
+    if constexpr (std::is_nothrow_constructible_v<T, Args&&...>) {
+      return ::new (memory) T(std::forward<Args>(args)...);
+    } else {
+      try {
+        return ::new (memory) T(std::forward<Args>(args)...);
+      } catch (...) {
+        if (debug_) fill_freed(slot);
+        free_.release(slot);
+        throw;
+      }
+    }
+  }
+
+  // The slot `object` points at the start of; reported as a fault of `operation` when it points
+  // at none of this pool's.
+  [[nodiscard]] std::uint32_t slot_of_object(const T* object, std::string_view operation) const {
     const Chunk* chunk = first_chunk_.holds(object) ? &first_chunk_ : chunk_holding(object);
     if (chunk == nullptr) fail_object(operation, object, " outside the pool");
     const std::uintptr_t offset = chunk->offset_of(object);
     if (offset % sizeof(T) != 0) fail_object(operation, object, " not at the start of a slot");
-    const auto slot = chunk->first + static_cast<std::uint32_t>(offset / sizeof(T));
+    return chunk->first + static_cast<std::uint32_t>(offset / sizeof(T));
+  }
+
+  // The slot of `object` if it is a live object of this pool; reported as a fault of `operation`
+  // otherwise.
+  [[nodiscard]] std::uint32_t live_slot_of(const T* object, std::string_view operation) const {
+    const std::uint32_t slot = slot_of_object(object, operation);
     if (free_.is_free(slot)) fail_object(operation, object, ", which is not alive");
     return slot;
   }
@@ -344,6 +373,7 @@ class Pool {
   std::size_t peak_ = 0;
   Growth growth_;
   bool debug_;
+  bool destroying_ = false;
   detail::Name name_;
 };
 

@@ -115,6 +115,38 @@ TEST(Pool, AGrowablePoolCreatedEmptyGrowsOnItsFirstSpawn) {
   EXPECT_EQ(fixed.spawn(1), nullptr);
 }
 
+// An object that owns another of its pool, as entities own their parts.
+struct Node {
+  static inline int destroyed = 0;
+  ~Node() { ++destroyed; }
+  Pool<Node>::UniquePtr child;
+};
+
+TEST(Pool, DestroyingThePoolDestroysEachObjectOnceWhenObjectsOwnOthers) {
+  Node::destroyed = 0;
+  {
+    Pool<Node> pool(4);
+    Node* parent = pool.spawn();  // slot 0, its child in slot 1: the walk meets the parent first
+    parent->child = pool.make_unique();
+  }
+  EXPECT_EQ(Node::destroyed, 2);
+  Node::destroyed = 0;
+  {
+    Pool<Node> pool(4);
+    Node* placeholder = pool.spawn();
+    Node* parent = pool.spawn();  // slot 1
+    pool.despawn(placeholder);
+    parent->child = pool.make_unique();  // slot 0: the walk meets the child first
+  }
+  EXPECT_EQ(Node::destroyed, 3);  // the placeholder, then the child and the parent once each
+}
+
+TEST(Pool, AThrowingConstructorUnderDebugChecksLeavesItsSlotAsItWas) {
+  Pool<ThrowsWhenAsked> pool(1, Growth::fixed, DebugChecks::on);
+  EXPECT_THROW((void)pool.spawn(true), std::runtime_error);
+  EXPECT_NE(pool.spawn(false), nullptr);  // the slot still holds its fill pattern: no report
+}
+
 TEST(Pool, AThrowingConstructorLeavesThePoolUnchanged) {
   Pool<ThrowsWhenAsked> pool(2);
   ThrowsWhenAsked* first = pool.spawn(false);
@@ -279,6 +311,19 @@ TEST(Pool, AHandleOfAnotherPoolFindsNothing) {
   EXPECT_EQ(first.get(second.handle_of(b)), nullptr);
   first.despawn(a);
   second.despawn(b);
+}
+
+// Pools made a Fibonacci number apart once started their generations at nearly the same seed:
+// after 52,777 spawns into its slot, a handle of one pool matched the object of a pool made
+// 28,657 pools later.
+TEST(Pool, AHandleOfAPoolMadeManyPoolsEarlierFindsNothing) {
+  Pool<Counted> first(1);
+  for (int i = 0; i < 52777; ++i) first.despawn(first.spawn(i));
+  const Handle<Counted> handle = first.handle_of(first.spawn(-1));
+  for (int i = 0; i < 28656; ++i) Pool<Counted> between(1);
+  Pool<Counted> later(1);
+  (void)later.spawn(2);
+  EXPECT_EQ(later.get(handle), nullptr);
 }
 
 TEST(Pool, DespawnThroughAHandleDestroysTheObject) {

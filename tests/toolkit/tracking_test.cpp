@@ -53,6 +53,20 @@ TEST(Tracked, CallsBackEachTimeUsageRisesAboveTheBudget) {
   EXPECT_EQ(tracked.budget(), 100u);
 }
 
+TEST(Tracked, ACallbackThatAllocatesThroughItsArenaIsCalledOncePerRise) {
+  FrameAllocator frame(1024);
+  Tracked<FrameAllocator>* self = nullptr;
+  int calls = 0;
+  Tracked<FrameAllocator> tracked(frame, 100, [&](std::size_t, std::size_t) {
+    ASSERT_LT(++calls, 3) << "the callback was entered again for the same rise";
+    (void)self->allocate(16, 1);  // a debug overlay's own scratch memory, say
+  });
+  self = &tracked;
+  (void)tracked.allocate(200, 1);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(tracked.over_budget_count(), 1u);
+}
+
 TEST(Tracked, CountsBytesOfPoolsAndTheirFrees) {
   FixedPool blocks(64, 8);
   Tracked tracked_blocks(blocks, 1024);

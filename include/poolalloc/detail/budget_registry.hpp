@@ -63,11 +63,14 @@ class BudgetRow {
     const std::size_t used_now = used();
     peak_ = std::max(peak_, used_now);
     frame_peak_ = std::max(frame_peak_, used_now);
-    if (used_now > budget_ && last_used_ <= budget_) {
+    const bool rose_over = used_now > budget_ && last_used_ <= budget_;
+    // Before the callback: one that allocates through this arena samples again, and must see
+    // this rise as seen.
+    last_used_ = used_now;
+    if (rose_over) {
       ++over_budget_count_;
       if (on_over_budget_) on_over_budget_(used_now, budget_);
     }
-    last_used_ = used_now;
   }
 
  private:

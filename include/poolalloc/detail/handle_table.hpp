@@ -4,8 +4,11 @@
 // id, which changes at every spawn into the slot. A handle is valid while its id's slot is live
 // and the generations agree.
 //
-// Every table starts its generations at a seed of its own, so that a handle from another pool
-// matches no generation here (unless one slot saw a billion spawns more than the other).
+// Every table starts its generations at a seed of its own, a hash of the count of tables made
+// before it, so that a handle from another pool matches no generation here but by chance: for
+// a handle whose slot saw n spawns there, with a probability of about n in 4 billion. (Seeds
+// that were multiples of one step, without the hash, let pools made a Fibonacci number apart
+// start near each other.)
 #pragma once
 
 #include <atomic>
@@ -24,7 +27,7 @@ class HandleTable {
     std::uint32_t generation = 0;
   };
 
-  HandleTable() : seed_(next_seed_.fetch_add(0x9E3779B9u, std::memory_order_relaxed)) {}
+  HandleTable() : seed_(mix(tables_made_.fetch_add(1, std::memory_order_relaxed))) {}
 
   // Slots [size(), size() + count) join, each holding the id of the same number.
   void add_slots(std::uint32_t count) {
@@ -56,7 +59,18 @@ class HandleTable {
   }
 
  private:
-  static inline std::atomic<std::uint32_t> next_seed_{0};
+  // A bijection of 32-bit numbers whose nearby inputs give unrelated outputs (MurmurHash3's
+  // finaliser).
+  static constexpr std::uint32_t mix(std::uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x85EBCA6Bu;
+    x ^= x >> 13;
+    x *= 0xC2B2AE35u;
+    x ^= x >> 16;
+    return x;
+  }
+
+  static inline std::atomic<std::uint32_t> tables_made_{0};
 
   std::vector<Key> by_slot_;
   std::vector<std::uint32_t> slot_of_id_;

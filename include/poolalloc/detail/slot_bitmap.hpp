@@ -78,16 +78,22 @@ class SlotBitmap {
     return kNone;
   }
 
-  // Calls f(slot) for every used slot, in ascending order. Each word is read before its slots
-  // are visited, so f may release the slot it is given.
+  // The lowest used slot at or above `from`, or kNone. O(words scanned).
+  [[nodiscard]] std::uint32_t next_used(std::uint32_t from) const {
+    for (std::uint32_t word = from / 64; word < word_count(); ++word) {
+      std::uint64_t used = ~words_[word] & below(size_ - word * 64);
+      if (word == from / 64) used &= ~below(from % 64);
+      if (used != 0) return word * 64 + static_cast<std::uint32_t>(std::countr_zero(used));
+    }
+    return kNone;
+  }
+
+  // Calls f(slot) for every used slot, in ascending order. The bitmap is read again after each
+  // call, so f may release the slot it is given or any other: a slot released before the walk
+  // reaches it is not visited.
   template <class F>
   void for_each_used(F&& f) const {
-    for (std::uint32_t word = 0; word < word_count(); ++word) {
-      for (std::uint64_t used = ~words_[word] & below(size_ - word * 64); used != 0;
-           used &= used - 1) {
-        f(word * 64 + static_cast<std::uint32_t>(std::countr_zero(used)));
-      }
-    }
+    for (std::uint32_t slot = next_used(0); slot != kNone; slot = next_used(slot + 1)) f(slot);
   }
 
   [[nodiscard]] std::uint32_t size() const { return size_; }
