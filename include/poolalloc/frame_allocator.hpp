@@ -73,6 +73,12 @@ class DoubleBufferedFrameAllocator {
   [[nodiscard]] std::size_t peak() const { return std::max(frames_[0].peak(), frames_[1].peak()); }
   [[nodiscard]] std::size_t capacity() const { return frames_[current_].capacity(); }
 
+  // `DoubleBufferedFrameAllocator, current frame: FrameAllocator "draw list": 100 of 1024 B ...`
+  friend std::ostream& operator<<(std::ostream& out, const DoubleBufferedFrameAllocator& frames) {
+    return out << "DoubleBufferedFrameAllocator, current frame: "
+               << frames.frames_[frames.current_];
+  }
+
  private:
   FrameAllocator& current() { return frames_[current_]; }
 

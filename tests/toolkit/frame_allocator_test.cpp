@@ -153,6 +153,19 @@ TEST(FrameAllocator, PrintsItsStateInOneLine) {
   EXPECT_EQ(out.str(), "FrameAllocator \"scratch\": 100 of 1024 B used, peak 300 B");
 }
 
+TEST(DoubleBufferedFrameAllocator, PrintsItsCurrentFrameInOneLine) {
+  DoubleBufferedFrameAllocator frames(1024);
+  frames.set_name("draw list");
+  (void)frames.allocate(300, 1);
+  frames.swap_buffers();
+  (void)frames.allocate(100, 1);
+  std::ostringstream out;
+  out << frames;
+  EXPECT_EQ(out.str(),
+            "DoubleBufferedFrameAllocator, current frame: FrameAllocator \"draw list\": 100 of "
+            "1024 B used, peak 100 B");
+}
+
 TEST(DoubleBufferedFrameAllocator, ConstructsObjectsInTheCurrentFrame) {
   DoubleBufferedFrameAllocator frames(64);
   int* a = frames.new_object<int>(1);
