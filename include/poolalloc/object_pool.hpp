@@ -87,12 +87,11 @@ class Pool {
   ~Pool() {
     if (debug_ && size() > 0) report_live_objects();
     destroying_ = true;
-    for (std::uint32_t slot = free_.next_used(0); slot != detail::SlotBitmap::kNone;
-         slot = free_.next_used(slot + 1)) {
+    free_.for_each_used([this](std::uint32_t slot) {
       free_.release(slot);
       --size_;
       address_of(slot)->~T();
-    }
+    });
     for (const Chunk& chunk : chunks_) {
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
     }
