@@ -8,7 +8,10 @@
 #
 #   scripts/fastpath-instructions.sh [--size BYTES] [--allocators LIST] [--out FILE]
 #                                    [--no-build --poolalloc LIB --bin-dir DIR]
-# Prints a markdown table (and writes it to FILE too).
+#                                    [--budget-from FILE]
+# Prints a markdown table (and writes it to FILE too). --budget-from: the pair's figure stated
+# in FILE's comment ("a malloc(64)/free pair ... measures N instructions", src/allocator.hpp) is
+# a budget, and the script fails when poolalloc's pair exceeds it (a test of the g++ build).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 size=64
@@ -17,6 +20,7 @@ out=""
 build=1
 poolalloc=""
 bin_dir=""
+budget_from=""
 while (($#)); do
   case $1 in
     --size) size=$2; shift ;;
@@ -25,11 +29,18 @@ while (($#)); do
     --no-build) build=0 ;;
     --poolalloc) poolalloc=$2; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
+    --budget-from) budget_from=$2; shift ;;
     *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
   esac
   shift
 done
 command -v valgrind >/dev/null || { echo "fastpath: valgrind is not installed" >&2; exit 1; }
+budget=""
+if [[ -n $budget_from ]]; then
+  budget=$(tr '\n' ' ' <"$budget_from" | sed -n 's|.*free pair[^.]* measures \([0-9][0-9]*\) instructions.*|\1|p')
+  [[ -n $budget ]] || { echo "fastpath: no 'pair ... measures N instructions' in $budget_from" >&2; exit 1; }
+  allocators=poolalloc
+fi
 
 build_dir="$root/build-suite"  # CMakePresets.json: preset suite
 if ((build)); then
@@ -88,5 +99,9 @@ n2=2000000
     i2=$(instructions "$lib" $n2)
     per_pair=$(awk -v a="$i1" -v b="$i2" -v n=$((n2 - n1)) 'BEGIN { printf "%.1f", (b - a) / n }')
     echo "| $allocator | $i1 | $i2 | $per_pair |"
+    if [[ -n $budget ]] && awk -v n="$per_pair" -v b="$budget" 'BEGIN { exit !(n > b) }'; then
+      echo "fastpath: $per_pair instructions per pair, over the $budget stated in $budget_from" >&2
+      exit 1
+    fi
   done
 } | tee "${out:-/dev/null}"

@@ -32,7 +32,7 @@ void* allocate_zeroed(std::size_t size) {
 
 void* reallocate(void* p, std::size_t size) {
   if (!region_owns(p)) return system_realloc(p, size);
-  const unsigned cls = handed_out_class_of(p, "realloc");
+  const unsigned cls = handed_out_class_or_report(p, "realloc");
   if (is_marked_free(p)) report_double_free("realloc", p, cls);
   const std::size_t old_size = class_size(cls);
   if (size <= old_size && class_of(size) == cls) return p;
@@ -60,7 +60,11 @@ void* allocate_aligned(std::size_t alignment, std::size_t size) {
 
 std::size_t usable_size(void* p) {
   if (p == nullptr) return 0;
-  if (region_owns(p)) return class_size(pooled_class_of(p, "malloc_usable_size"));
+  if (region_owns(p)) {
+    const unsigned cls = class_of_block(p);
+    if (cls == kClassCount) report_invalid_pointer("malloc_usable_size", p);
+    return class_size(cls);
+  }
   return system_usable_size(p);
 }
 

@@ -5,9 +5,12 @@
 
 #include <cstddef>
 
-#include "fast_path.hpp"
+#include "misuse.hpp"
 #include "options.hpp"
+#include "pool_region.hpp"
+#include "size_classes.hpp"
 #include "system_forwarding.hpp"
+#include "thread_cache.hpp"
 
 namespace poolalloc::internal {
 
@@ -16,19 +19,50 @@ namespace poolalloc::internal {
 // tail call, so that the fast path saves no register.
 void* allocate_slow(std::size_t size);
 
-// The fast path of malloc (its instruction counts stand in fast_path.hpp).
+// malloc's fast path: a table lookup, a handful of loads and stores to thread-local memory, no
+// lock and no atomic read-modify-write. As exported (g++ 12 -O3, x86-64; objdump of
+// libpoolalloc.so) it is 21 instructions before its ret: size check 2, class lookup 4, bin
+// address 3, pop 11 of which 3 are the second look at bottom that lets other threads reclaim
+// the bin, clearing the mark 1.
 inline void* allocate(std::size_t size) {
   if (size <= g_pooled_limit) [[likely]] {
-    if (void* block = pop_cached(class_of(size))) [[likely]]
+    if (void* block = t_cache->pop(class_of(size))) [[likely]]
       return block;
   }
   return allocate_slow(size);
 }
 
-// The fast path of free.
+// A block of class `cls`, or nullptr when the pools cannot serve it.
+inline void* pool_allocate(unsigned cls) {
+  if (void* block = t_cache->pop(cls)) [[likely]]
+    return block;
+  return refill_and_allocate(cls);
+}
+
+inline void pool_deallocate(void* block, unsigned cls) {
+  if (!t_cache->push(cls, block)) [[unlikely]]
+    flush_and_deallocate(cls, block);
+}
+
+// The class of p, a pointer that region_owns() accepted, when p is a block that malloc handed
+// out; anything else is reported, naming `operation`, and the program aborts.
+inline unsigned handed_out_class_or_report(const void* p, const char* operation) {
+  const HandedOutBlock block = decode_handed_out_block(p);
+  if (!block.handed_out) [[unlikely]]
+    report_invalid_pointer(operation, p);
+  return block.cls;
+}
+
+// free's fast path: 37 instructions before its ret (region check 6, span class and block-start
+// check 10, the check that the block was ever handed out 5, bin address 5, push 11 with the
+// double-free check). The check rejects, before a cache could hand it out to a second owner, a
+// block start past its span's carved end above all.
+//
+// A malloc(64)/free pair in a loop measures 72 instructions under callgrind, the loop's own
+// included: scripts/fastpath-instructions.sh, which a test holds to this figure.
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
-    pool_free(p);
+    pool_deallocate(p, handed_out_class_or_report(p, "free"));
     return;
   }
   system_free(p);  // also nullptr, which it ignores

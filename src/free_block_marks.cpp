@@ -1,8 +1,8 @@
 #include "free_block_marks.hpp"
 
-#include "fast_path.hpp"
 #include "misuse.hpp"
 #include "os_memory.hpp"
+#include "pool_region.hpp"
 
 namespace poolalloc::internal {
 void choose_free_block_key() {

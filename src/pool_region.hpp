@@ -8,13 +8,17 @@
 // place with room to grow, far below where the kernel puts mappings, and only its first step
 // is mapped; it grows, with its metadata, one step after another at the end of what is mapped
 // (pool_region.cpp). Adjacent mappings of equal protection merge, so the region stays one VMA.
+//
+// This module alone turns a pointer into its span, its class and its block boundary.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "poolalloc/detail/lazy_block_list.hpp"
+#include "size_classes.hpp"
 
 namespace poolalloc::internal {
 
@@ -81,6 +85,64 @@ inline std::size_t span_index_of(const Span& span) {
 }
 inline std::byte* span_start(const Span& span) {
   return reinterpret_cast<std::byte*>(g_region.base + (span_index_of(span) << kSpanShift));
+}
+
+// The start of every whole block of a span, indexed like the span class bytes: entry cls + 1
+// serves class cls, entry 0 (a span that serves no class) accepts the offset 0 alone. An offset
+// in the span is a block start when offset * magic <= last (BlockDivider::product): one multiply
+// and one compare reject interior and misaligned offsets and also the tail of the span, past
+// its last whole block, where a block size that does not divide the span leaves a few bytes.
+struct SpanBlockStarts {
+  std::array<std::uint64_t, kClassCount + 1> magic;
+  std::array<std::uint64_t, kClassCount + 1> last;  // the product of the last block's offset
+
+  [[nodiscard]] bool is_block_start(unsigned span_byte, std::uint32_t offset_in_span) const {
+    return offset_in_span * magic[span_byte] <= last[span_byte];
+  }
+};
+inline constexpr SpanBlockStarts kSpanBlockStarts = [] {
+  SpanBlockStarts starts{};
+  starts.magic[0] = detail::BlockDivider(UINT32_MAX).magic();
+  starts.last[0] = 0;
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const std::uint32_t size = class_size(cls);
+    const detail::BlockDivider divider(size);
+    const auto last_offset = static_cast<std::uint32_t>((kSpanSize / size - 1) * size);
+    starts.magic[cls + 1] = divider.magic();
+    starts.last[cls + 1] = divider.product(last_offset);
+  }
+  return starts;
+}();
+
+// The class of p, a pointer that region_owns() accepted, when p is the start of a block in a
+// span that serves a class; kClassCount otherwise.
+inline unsigned class_of_block(const void* p) {
+  const std::uintptr_t offset = region_offset(p);
+  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
+  const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
+  if (span_byte == 0 || !kSpanBlockStarts.is_block_start(span_byte, offset_in_span)) [[unlikely]]
+    return kClassCount;
+  return span_byte - 1;
+}
+
+// Whether p, a pointer that region_owns() accepted, is a block that malloc handed out (what
+// free and realloc may take back into a cache): a whole block of its span's class, below what
+// the span's bump index reached. A span that serves no class has carved nothing, so it accepts
+// no pointer. `cls` is the block's class when it is; the caller branches on `handed_out` alone,
+// which keeps free's fast path one test shorter than a sentinel class would.
+struct HandedOutBlock {
+  unsigned cls;
+  bool handed_out;
+};
+inline HandedOutBlock decode_handed_out_block(const void* p) {
+  const std::uintptr_t offset = region_offset(p);
+  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
+  const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
+  const bool handed_out =
+      kSpanBlockStarts.is_block_start(span_byte, offset_in_span) &&
+      offset_in_span <
+          carved_end_of(g_region.spans[offset >> kSpanShift]).load(std::memory_order_relaxed);
+  return {span_byte - 1, handed_out};
 }
 
 // Gives the region its place, for at most `max_bytes` (rounded down to whole spans), and maps

@@ -24,6 +24,18 @@ namespace poolalloc::internal {
 constinit ThreadCache g_empty_cache;
 constinit __thread ThreadCache* t_cache = &g_empty_cache;
 
+// A cache's bins and their slots, which ThreadCache keeps from all but these slow paths.
+struct CacheBins {
+  static CacheBin& of(ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
+  static const CacheBin& of(const ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
+  // Where the bin of class `cls` keeps its blocks when nothing was reclaimed from it.
+  static void** home(const ThreadCache& cache, unsigned cls) {
+    return cache.slots_ + kSlotOffsets[cls];
+  }
+  static void** slots(const ThreadCache& cache) { return cache.slots_; }
+  static void attach_slots(ThreadCache& cache, void** slots) { cache.slots_ = slots; }
+};
+
 namespace {
 
 // A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
@@ -69,7 +81,7 @@ ThreadCache* new_cache() {
     for (std::size_t i = 0; i < kCachesPerMapping; ++i) {
       std::byte* at = static_cast<std::byte*>(mapping) + i * kCacheStride;
       auto* cache = new (at) ThreadCache;
-      cache->attach_slots(reinterpret_cast<void**>(at + sizeof(ThreadCache)));
+      CacheBins::attach_slots(*cache, reinterpret_cast<void**>(at + sizeof(ThreadCache)));
       cache->next = g_recycled;
       g_recycled = cache;
     }
@@ -77,8 +89,8 @@ ThreadCache* new_cache() {
   ThreadCache* cache = g_recycled;
   g_recycled = cache->next;
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    CacheBin& bin = cache->bin_of_class(cls);
-    bin.bottom.store(cache->home_of_class(cls), std::memory_order_relaxed);
+    CacheBin& bin = CacheBins::of(*cache, cls);
+    bin.bottom.store(CacheBins::home(*cache, cls), std::memory_order_relaxed);
     bin.set_count(0);
     bin.set_limit(initial_limit(cls));
     bin.requests = 0;
@@ -112,7 +124,7 @@ void unlink_live(ThreadCache* cache) {
 // Under the registry lock: a cache off the live list, flushed, joins the recycled ones.
 void recycle(ThreadCache* cache) {
   for (unsigned cls = 0; cls < kClassCount; ++cls)
-    g_exited_requests[cls] += cache->bin_of_class(cls).requests;
+    g_exited_requests[cls] += CacheBins::of(*cache, cls).requests;
   cache->next = g_recycled;
   g_recycled = cache;
 }
@@ -120,7 +132,7 @@ void recycle(ThreadCache* cache) {
 // A flushed cache's slots give their pages back (its thread touched as many as its bins grew);
 // outside the registry lock, as madvise is a system call.
 void release_slot_pages(ThreadCache* cache) {
-  const auto slots = reinterpret_cast<std::uintptr_t>(cache->slots());
+  const auto slots = reinterpret_cast<std::uintptr_t>(CacheBins::slots(*cache));
   const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
   const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
   if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
@@ -156,7 +168,7 @@ constexpr std::uint8_t kDrainingSlowPaths = 4;
 
 void empty_into_spans(ThreadCache& cache) {
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    empty_bin_into_spans(cls, cache.bin_of_class(cls));
+    empty_bin_into_spans(cls, CacheBins::of(cache, cls));
     cache.draining[cls] = kDrainingSlowPaths;
   }
 }
@@ -176,7 +188,7 @@ void housekeeping(ThreadCache& cache, unsigned cls) {
   }
   if (cache.draining[cls] != 0) [[unlikely]] {
     --cache.draining[cls];
-    empty_bin_into_spans(cls, cache.bin_of_class(cls));
+    empty_bin_into_spans(cls, CacheBins::of(cache, cls));
   }
 }
 
@@ -187,8 +199,8 @@ void settle(ThreadCache& cache) {
     return;
   cache.reclaimed = false;
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    CacheBin& bin = cache.bin_of_class(cls);
-    void** const home = cache.home_of_class(cls);
+    CacheBin& bin = CacheBins::of(cache, cls);
+    void** const home = CacheBins::home(cache, cls);
     if (bin.bottom_slot() == home) continue;
     void** const top = std::copy(bin.bottom_slot(), bin.top_slot(), home);
     bin.bottom.store(home, std::memory_order_relaxed);
@@ -206,7 +218,7 @@ class OwnerGuard {
 };
 
 void flush_cache(ThreadCache& cache) {
-  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, cache.bin_of_class(cls));
+  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, CacheBins::of(cache, cls));
 }
 
 void on_thread_exit(void* data) {
@@ -277,7 +289,7 @@ void* refill_and_allocate(unsigned cls) {
   } else {
     OwnerGuard owner(*cache);
     housekeeping(*cache, cls);
-    CacheBin& bin = cache->bin_of_class(cls);
+    CacheBin& bin = CacheBins::of(*cache, cls);
     if (bin.count() == 0) {  // not so when a reclaim that the fast path saw was undone
       bin.set_count(
           take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2)));
@@ -302,7 +314,7 @@ void flush_and_deallocate(unsigned cls, void* block) {
   } else {
     OwnerGuard owner(*cache);
     housekeeping(*cache, cls);
-    CacheBin& bin = cache->bin_of_class(cls);
+    CacheBin& bin = CacheBins::of(*cache, cls);
     if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
       grow(cls, bin);
     } else if (bin.top_slot() == bin.end) {
@@ -363,7 +375,7 @@ void reap_dead_caches() {
   errno = saved_errno;
 }
 
-// Reclaiming another thread's bin without stopping its owner. The owner's pop (fast_path.hpp)
+// Reclaiming another thread's bin without stopping its owner. The owner's pop (ThreadCache::pop)
 // moves top down first and then reads bottom; if top fell below it, it puts top back and takes
 // the slow path, which waits for the cache's lock. It uses no fence: the reclaiming thread makes
 // one for it. Holding the lock (no slow path of the owner runs), it reads top (T0), moves bottom
@@ -395,7 +407,7 @@ void reclaim_caches(Reclaim which) {
       if (cache == t_cache || !cache->lock.try_lock()) continue;
       bool moved = false;
       for (unsigned cls = 0; cls < kClassCount; ++cls) {
-        CacheBin& bin = cache->bin_of_class(cls);
+        CacheBin& bin = CacheBins::of(*cache, cls);
         void** const bottom = bin.bottom_slot();
         void** const top = bin.top_slot();
         cache->reclaim_from[cls] = bottom;
@@ -418,7 +430,7 @@ void reclaim_caches(Reclaim which) {
     ThreadCache* const cache = claimed;
     claimed = cache->reclaim_next;
     for (unsigned cls = 0; cls < kClassCount; ++cls) {
-      CacheBin& bin = cache->bin_of_class(cls);
+      CacheBin& bin = CacheBins::of(*cache, cls);
       void** const from = cache->reclaim_from[cls];
       if (cache->reclaim_to[cls] <= from) continue;
       void** const bottom =
@@ -437,7 +449,7 @@ ClassUsage class_usage(unsigned cls) {
   TryLockGuard guard(g_registry_lock);
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
-    const CacheBin& bin = cache->bin_of_class(cls);
+    const CacheBin& bin = CacheBins::of(*cache, cls);
     usage.requests += bin.requests;
     usage.cached += bin.count();
   }
@@ -464,7 +476,7 @@ void unlock_thread_caches_after_fork(bool in_child) {
       if (cache != t_cache) {
         unlink_live(cache);
         for (unsigned cls = 0; cls < kClassCount; ++cls)
-          g_exited_requests[cls] += cache->bin_of_class(cls).requests;
+          g_exited_requests[cls] += CacheBins::of(*cache, cls).requests;
       }
       cache = next;
     }

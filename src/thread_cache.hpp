@@ -1,6 +1,7 @@
 // Thread caches: per thread and size class, a bounded stack of free blocks. The fast path
-// (fast_path.hpp) pops and pushes here without locks or atomics; the functions below are the
-// slow paths, which move blocks between a bin and the central lists half a bin at a time.
+// (ThreadCache::pop and push, inline here) runs without locks or atomic read-modify-writes; the
+// functions declared below are the slow paths, which move blocks between a bin and the central
+// lists half a bin at a time. Only this module touches the bins.
 #pragma once
 
 #include <array>
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "central_lists.hpp"
+#include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "size_classes.hpp"
 
@@ -64,19 +66,49 @@ inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 
 class ThreadCache {
  public:
-  // The bin that serves class `cls`.
-  CacheBin& bin_of_class(std::size_t cls) { return bins_[cls]; }
-  const CacheBin& bin_of_class(std::size_t cls) const { return bins_[cls]; }
-  // Where the bin of class `cls` keeps its blocks when nothing was reclaimed from it.
-  void** home_of_class(std::size_t cls) const { return slots_ + kSlotOffsets[cls]; }
-  // `slots`: kSlotCount pointers that stay the cache's (set once, when the cache is first made).
-  void attach_slots(void** slots) { slots_ = slots; }
-  void** slots() const { return slots_; }
+  // A block of class `cls`; nullptr when the bin is empty. Reads the bin and its top slot,
+  // never the block: clearing its mark is a store.
+  void* pop(std::size_t cls) {
+    CacheBin* const bin = &bins_[cls];
+    void** const top = bin->top_slot();
+    if (top <= bin->bottom_slot()) [[unlikely]]  // <=: another thread may have moved bottom up
+      return nullptr;
+    // Takes the block first, then looks at bottom again: a thread reclaiming blocks from this
+    // bin may have moved it meanwhile (thread_cache.cpp, reclaim_caches, says why this order).
+    bin->top.store(top - 1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (top - 1 < bin->bottom_slot()) [[unlikely]] {
+      bin->top.store(top, std::memory_order_relaxed);
+      return nullptr;
+    }
+    bin->requests += 1;
+    void* block = top[-1];
+    clear_mark(block);
+    return block;
+  }
+
+  // Pushes a block of class `cls`; false when the bin is full or the block carries its free
+  // mark already (a double free, which the slow path reports).
+  bool push(std::size_t cls, void* block) {
+    CacheBin& bin = bins_[cls];
+    void** const top = bin.top_slot();
+    if (top == bin.end) [[unlikely]]
+      return false;
+    const std::uintptr_t mark = mark_of(block);
+    if (words_of(block)[1] == mark) [[unlikely]]
+      return false;
+    words_of(block)[1] = mark;
+    *top = block;
+    bin.top.store(top + 1, std::memory_order_release);  // the slot before the top that shows it
+    return true;
+  }
 
  private:
+  // The slow paths of thread_cache.cpp, which alone reach the bins and their slots.
+  friend struct CacheBins;
   // First, so that the fast path finds the bin of class cls at t_cache + 32 * cls.
   CacheBin bins_[kClassCount];
-  void** slots_ = nullptr;
+  void** slots_ = nullptr;  // kSlotCount pointers, the cache's from when it is first made
 
  public:
   ThreadCache* next = nullptr;  // in the registry of live caches
