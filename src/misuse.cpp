@@ -9,15 +9,14 @@
 namespace poolalloc::internal {
 
 void report_invalid_pointer(const char* operation, const void* p) {
-  const std::uintptr_t offset = region_offset(p);
-  const unsigned cls = g_region.span_class_plus_one[offset >> kSpanShift] - 1u;
+  const unsigned cls = span_class_of(p);
   detail::Message message;
   message << "poolalloc: " << operation << "(" << p << "): ";
   if (cls >= kClassCount) {
     message << "not a block: it lies in a part of the pool region that serves no size class";
   } else {
     const std::uint32_t size = class_size(cls);
-    const std::uintptr_t offset_in_span = offset & (kSpanSize - 1);
+    const std::uintptr_t offset_in_span = internal::offset_in_span(p);
     const std::uintptr_t whole_blocks_end = kSpanSize / size * size;
     if (offset_in_span >= whole_blocks_end) {
       message << "not a block: it points " << std::uint64_t{offset_in_span - whole_blocks_end}

@@ -87,6 +87,22 @@ inline std::byte* span_start(const Span& span) {
   return reinterpret_cast<std::byte*>(g_region.base + (span_index_of(span) << kSpanShift));
 }
 
+// The class that the span holding p (a pointer that region_owns() accepted) serves, or
+// kClassCount when it serves none; and p's offset in that span.
+inline unsigned span_class_of(const void* p) {
+  const unsigned span_byte = g_region.span_class_plus_one[span_index_of(p)];
+  return span_byte == 0 ? kClassCount : span_byte - 1;
+}
+inline std::uint32_t offset_in_span(const void* p) {
+  return static_cast<std::uint32_t>(region_offset(p) & (kSpanSize - 1));
+}
+
+// Span carving gives a span its class as it carves it, and kClassCount (none) once it is empty.
+inline void set_span_class(const Span& span, unsigned cls) {
+  g_region.span_class_plus_one[span_index_of(span)] =
+      cls == kClassCount ? std::uint8_t{0} : static_cast<std::uint8_t>(cls + 1);
+}
+
 // The start of every whole block of a span, indexed like the span class bytes: entry cls + 1
 // serves class cls, entry 0 (a span that serves no class) accepts the offset 0 alone. An offset
 // in the span is a block start when offset * magic <= last (BlockDivider::product): one multiply

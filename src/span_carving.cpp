@@ -132,7 +132,7 @@ Span* carve_span(unsigned cls) {
   span->next = span->prev = nullptr;
   span->unpurged = false;
   carved_end_of(*span).store(0, std::memory_order_relaxed);
-  g_region.span_class_plus_one[span_index_of(*span)] = static_cast<std::uint8_t>(cls + 1);
+  set_span_class(*span, cls);
   g_carved_spans.fetch_add(1, std::memory_order_relaxed);
   return span;
 }
@@ -160,7 +160,7 @@ void hand_back_all_to_os(Span* spans) {
 }  // namespace
 
 void release_span(Span& span) {
-  g_region.span_class_plus_one[span_index_of(span)] = 0;
+  set_span_class(span, kClassCount);
   carved_end_of(span).store(0, std::memory_order_relaxed);
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
   Span* to_hand_back = nullptr;
@@ -237,8 +237,7 @@ std::size_t resident_bytes() {
   // Every span carved so far: those of a class, and the empty ones, which are retained (their
   // pages still resident) or were handed back (resident no more).
   for (std::size_t span = 0; span < fresh; ++span) {
-    resident +=
-        resident_bytes_of(reinterpret_cast<void*>(g_region.base + (span << kSpanShift)), kSpanSize);
+    resident += resident_bytes_of(span_start(g_region.spans[span]), kSpanSize);
   }
   return resident;
 }
