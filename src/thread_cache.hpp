@@ -4,6 +4,7 @@
 // lists half a bin at a time. Only this module touches the bins.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -47,12 +48,17 @@ struct alignas(32) CacheBin {
 };
 static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift");
 
-// The most blocks a bin of class `cls` holds: a batch (central_lists.hpp). A bin that overflows
-// gives back its older half; one that runs empty takes half its limit. (Two batches: 2 % faster
-// over the benchmarks' geometric mean, sweeps and churn 7 to 14 %, but peak RSS 4 % larger,
-// producer/consumer's 18 %, and python, game and sqlite no faster.)
+// The most blocks a bin of class `cls` holds: a batch (central_lists.hpp), and at least 128
+// blocks or 128 KiB, whichever is fewer. The floor is for the classes above 256 bytes, whose
+// batches of 32 KiB are a few blocks: with a bin of 2 blocks of 16 KiB every other malloc took
+// the slow path (a sweep of 4 KiB blocks runs half the instructions with it, one of 16 KiB 40 %).
+// The limit still grows only with a thread's traffic, and other threads can reclaim what an idle
+// thread's bins hold. A bin that overflows gives back its older half; one that runs empty takes
+// half its limit. (Two batches for every class: 2 % faster over the benchmarks' geometric mean,
+// but peak RSS 4 % larger, producer/consumer's 18 %.)
 constexpr std::uint32_t bin_capacity(unsigned cls) {
-  return batch_size(cls);
+  const std::uint32_t floor = std::min<std::uint32_t>(128, 128 * 1024 / class_size(cls));
+  return std::max(batch_size(cls), floor);
 }
 
 // Where each class's slots start in a cache's slot array, and how many there are in all.
