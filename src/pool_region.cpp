@@ -30,7 +30,7 @@ constexpr int kPlaceTries = 8;
 
 // The region first maps, and then grows by, this many spans (2 MiB).
 constexpr std::size_t kFirstStepSpans = 16;
-// The span records are mapped this many bytes at a time, the class bytes a page at a time.
+// The span records are mapped this many bytes at a time.
 constexpr std::size_t kSpanRecordStep = std::size_t{64} << 10;
 
 // A range of address space mapped read-write from its start, [start, start + mapped), that may
@@ -54,24 +54,21 @@ struct GrowingRange {
   }
 };
 
-// The three parts of the region, in this order in one window of address space: the class
-// bytes, the span records, and the blocks from g_region.base on.
-GrowingRange g_class_bytes;
+// The two parts of the region, in this order in one window of address space: the span records,
+// and the blocks from g_region.base on.
 GrowingRange g_span_records;
 GrowingRange g_blocks;
 std::size_t g_capacity_spans = 0;
 
 struct Layout {
-  std::size_t class_bytes;
   std::size_t span_records;
-  std::size_t metadata;  // both, rounded up to a span so that the blocks start on a span
+  std::size_t metadata;  // the records, rounded up to a span so that the blocks start on a span
   std::size_t window;
 };
 Layout layout_of(std::size_t spans) {
   Layout layout{};
-  layout.class_bytes = round_up(spans, kPageSize);
   layout.span_records = round_up(spans * sizeof(Span), kPageSize);
-  layout.metadata = round_up(layout.class_bytes + layout.span_records, kSpanSize);
+  layout.metadata = round_up(layout.span_records, kSpanSize);
   layout.window = layout.metadata + (spans << kSpanShift);
   return layout;
 }
@@ -80,12 +77,10 @@ Layout layout_of(std::size_t spans) {
 // nothing left mapped, if a part of it is taken.
 bool place_at(std::uintptr_t start, std::size_t spans) {
   const Layout layout = layout_of(spans);
-  g_class_bytes = {start, 0, layout.class_bytes};
-  g_span_records = {start + layout.class_bytes, 0, layout.span_records};
+  g_span_records = {start, 0, layout.span_records};
   g_blocks = {start + layout.metadata, 0, spans << kSpanShift};
   g_capacity_spans = spans;
   if (grow_region(std::min(spans, kFirstStepSpans))) return true;
-  g_class_bytes.unmap_all();
   g_span_records.unmap_all();
   g_blocks.unmap_all();
   return false;
@@ -105,7 +100,6 @@ bool place_region(std::size_t max_bytes) {
   const std::size_t spans = max_bytes >> kSpanShift;
   if (spans == 0) return false;
   const int saved_errno = errno;
-  g_region.span_class_plus_one = nullptr;
   g_region.spans = nullptr;
   bool placed = false;
   const std::uint64_t seed = random_bits();
@@ -122,15 +116,13 @@ bool place_region(std::size_t max_bytes) {
       const std::uintptr_t start =
           round_up(reinterpret_cast<std::uintptr_t>(mapping) + layout.metadata, kSpanSize) -
           layout.metadata;
-      g_class_bytes = {start, layout.class_bytes, layout.class_bytes};
-      g_span_records = {start + layout.class_bytes, layout.span_records, layout.span_records};
+      g_span_records = {start, layout.span_records, layout.span_records};
       g_blocks = {start + layout.metadata, small << kSpanShift, small << kSpanShift};
       g_capacity_spans = small;
       placed = true;
     }
   }
   if (placed) {
-    g_region.span_class_plus_one = reinterpret_cast<std::uint8_t*>(g_class_bytes.start);
     g_region.spans = reinterpret_cast<Span*>(g_span_records.start);
     g_region.base = g_blocks.start;
     g_region.size.store(g_blocks.mapped, std::memory_order_relaxed);
@@ -149,9 +141,8 @@ std::size_t region_mapped_spans() {
 
 bool grow_region(std::size_t spans) {
   const int saved_errno = errno;
-  // The metadata first: a span is published only with its class byte and record mapped.
-  const bool grown = g_class_bytes.grow_to(spans, kPageSize) &&
-                     g_span_records.grow_to(spans * sizeof(Span), kSpanRecordStep) &&
+  // The metadata first: a span is published only with its record mapped.
+  const bool grown = g_span_records.grow_to(spans * sizeof(Span), kSpanRecordStep) &&
                      g_blocks.grow_to(spans << kSpanShift, kSpanSize);
   // Before place_region() has set the base, the size stays 0: it publishes the first step.
   if (grown && g_region.base != 0) g_region.size.store(g_blocks.mapped, std::memory_order_relaxed);

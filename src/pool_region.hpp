@@ -12,7 +12,6 @@
 // This module alone turns a pointer into its span, its class and its block boundary.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +31,10 @@ struct Span {
   Span* prev = nullptr;
   // Blocks came back to its free list since purge_free_blocks last gave their pages away.
   bool unpurged = false;
+  // The size class the span serves plus one; 0 while it serves none (the freshly mapped,
+  // zero-filled records need no initialisation). Written by span carving; read without a lock
+  // by free, under the same argument as carved_end below.
+  std::uint8_t class_plus_one = 0;
   // Bytes from the span's start that its bump index has handed out: a block at or past this
   // offset was never handed out, so a free of it is a program's error that the fast path must
   // not take in (a cache would hand the block out, and the bump index again later). 0 while
@@ -53,10 +56,7 @@ struct PoolRegion {
   // holds no pointer into the new part, so for every pointer it has the answer is the same.
   // On x86-64 and AArch64 the relaxed load is the plain load it was before.
   std::atomic<std::size_t> size{0};
-  // Per span: its size class plus one, or 0 for a span that serves no class (so that the
-  // freshly mapped, zero-filled table needs no initialisation and costs no memory). Both
-  // tables are flat arrays over the region's whole capacity, mapped as far as it is.
-  std::uint8_t* span_class_plus_one = nullptr;
+  // Per span, its record: a flat array over the region's whole capacity, mapped as far as it is.
   Span* spans = nullptr;
 };
 
@@ -90,75 +90,44 @@ inline std::byte* span_start(const Span& span) {
 // The class that the span holding p (a pointer that region_owns() accepted) serves, or
 // kClassCount when it serves none; and p's offset in that span.
 inline unsigned span_class_of(const void* p) {
-  const unsigned span_byte = g_region.span_class_plus_one[span_index_of(p)];
-  return span_byte == 0 ? kClassCount : span_byte - 1;
+  const unsigned class_plus_one = span_of(p).class_plus_one;
+  return class_plus_one == 0 ? kClassCount : class_plus_one - 1;
 }
 inline std::uint32_t offset_in_span(const void* p) {
   return static_cast<std::uint32_t>(region_offset(p) & (kSpanSize - 1));
 }
 
 // Span carving gives a span its class as it carves it, and kClassCount (none) once it is empty.
-inline void set_span_class(const Span& span, unsigned cls) {
-  g_region.span_class_plus_one[span_index_of(span)] =
-      cls == kClassCount ? std::uint8_t{0} : static_cast<std::uint8_t>(cls + 1);
+inline void set_span_class(Span& span, unsigned cls) {
+  span.class_plus_one = cls == kClassCount ? std::uint8_t{0} : static_cast<std::uint8_t>(cls + 1);
 }
 
-// The start of every whole block of a span, indexed like the span class bytes: entry cls + 1
-// serves class cls, entry 0 (a span that serves no class) accepts the offset 0 alone. An offset
-// in the span is a block start when offset * magic <= last (BlockDivider::product): one multiply
-// and one compare reject interior and misaligned offsets and also the tail of the span, past
-// its last whole block, where a block size that does not divide the span leaves a few bytes.
-struct SpanBlockStarts {
-  std::array<std::uint64_t, kClassCount + 1> magic;
-  std::array<std::uint64_t, kClassCount + 1> last;  // the product of the last block's offset
-
-  [[nodiscard]] bool is_block_start(unsigned span_byte, std::uint32_t offset_in_span) const {
-    return offset_in_span * magic[span_byte] <= last[span_byte];
-  }
-};
-inline constexpr SpanBlockStarts kSpanBlockStarts = [] {
-  SpanBlockStarts starts{};
-  starts.magic[0] = detail::BlockDivider(UINT32_MAX).magic();
-  starts.last[0] = 0;
-  for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    const std::uint32_t size = class_size(cls);
-    const detail::BlockDivider divider(size);
-    const auto last_offset = static_cast<std::uint32_t>((kSpanSize / size - 1) * size);
-    starts.magic[cls + 1] = divider.magic();
-    starts.last[cls + 1] = divider.product(last_offset);
-  }
-  return starts;
-}();
-
-// The class of p, a pointer that region_owns() accepted, when p is the start of a block in a
-// span that serves a class; kClassCount otherwise.
+// The class of p, a pointer that region_owns() accepted, when p is the start of a whole block
+// in a span that serves a class; kClassCount otherwise.
 inline unsigned class_of_block(const void* p) {
-  const std::uintptr_t offset = region_offset(p);
-  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
-  const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  if (span_byte == 0 || !kSpanBlockStarts.is_block_start(span_byte, offset_in_span)) [[unlikely]]
+  const Span& span = span_of(p);
+  if (span.class_plus_one == 0 || !span.blocks.contains(p) || !span.blocks.on_block_boundary(p))
+      [[unlikely]]
     return kClassCount;
-  return span_byte - 1;
+  return span.class_plus_one - 1u;
 }
 
 // Whether p, a pointer that region_owns() accepted, is a block that malloc handed out (what
-// free and realloc may take back into a cache): a whole block of its span's class, below what
-// the span's bump index reached. A span that serves no class has carved nothing, so it accepts
-// no pointer. `cls` is the block's class when it is; the caller branches on `handed_out` alone,
-// which keeps free's fast path one test shorter than a sentinel class would.
+// free and realloc may take back into a cache): a block start of its span, below what the
+// span's bump index reached, which also rules out the tail past the last whole block. A span
+// that serves no class has carved nothing, so it accepts no pointer. All of it is read from the
+// span's record, one cache line. `cls` is the block's class when it is; the caller branches on
+// `handed_out` alone, which keeps free's fast path one test shorter than a sentinel class would.
 struct HandedOutBlock {
   unsigned cls;
   bool handed_out;
 };
 inline HandedOutBlock decode_handed_out_block(const void* p) {
-  const std::uintptr_t offset = region_offset(p);
-  const unsigned span_byte = g_region.span_class_plus_one[offset >> kSpanShift];
-  const auto offset_in_span = static_cast<std::uint32_t>(offset & (kSpanSize - 1));
-  const bool handed_out =
-      kSpanBlockStarts.is_block_start(span_byte, offset_in_span) &&
-      offset_in_span <
-          carved_end_of(g_region.spans[offset >> kSpanShift]).load(std::memory_order_relaxed);
-  return {span_byte - 1, handed_out};
+  Span& span = span_of(p);
+  const std::uint32_t offset = offset_in_span(p);
+  const bool handed_out = offset < carved_end_of(span).load(std::memory_order_relaxed) &&
+                          span.blocks.is_block_offset(offset);
+  return {span.class_plus_one - 1u, handed_out};
 }
 
 // Gives the region its place, for at most `max_bytes` (rounded down to whole spans), and maps

@@ -90,7 +90,12 @@ class LazyBlockList {
   }
   // Only meaningful for a pointer that contains() accepted.
   [[nodiscard]] bool on_block_boundary(const void* p) const {
-    return divider_.divides(offset_of(p));
+    return is_block_offset(offset_of(p));
+  }
+  // Whether `offset` bytes from base() is where a block starts; only meaningful below
+  // block_size() * block_count().
+  [[nodiscard]] bool is_block_offset(std::uint32_t offset) const {
+    return divider_.divides(offset);
   }
   [[nodiscard]] std::uint32_t index_of(const void* block) const {
     return divider_.quotient(offset_of(block));
