@@ -8,7 +8,7 @@
 #include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 #include "pool_region.hpp"
 #include "span_carving.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "free_block_marks.hpp"
 #include "lock.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
@@ -145,7 +145,7 @@ namespace {
 void hand_back_all_to_os(Span* spans) {
   while (spans != nullptr) {
     Span* next = spans->next;
-    release_pages(span_start(*spans), kSpanSize);
+    os_decommit(span_start(*spans), kSpanSize);
     TryLockGuard guard(g_carving_lock);
     if (guard.locked()) {
       spans->next = g_unused;
@@ -202,7 +202,7 @@ void release_block_pages(std::byte* block, std::size_t size) {
   const auto start = (reinterpret_cast<std::uintptr_t>(block) + kFreeBlockHeader + kPageSize - 1) &
                      ~(kPageSize - 1);
   const auto end = (reinterpret_cast<std::uintptr_t>(block) + size) & ~(kPageSize - 1);
-  if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
+  if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
 }
 
 void decay_retained_spans() {
@@ -238,7 +238,7 @@ std::size_t resident_bytes() {
   // pages still resident) or were handed back (resident no more).
   for (std::size_t span = 0; span < fresh; ++span) {
     resident +=
-        resident_bytes_of(reinterpret_cast<void*>(g_region.base + (span << kSpanShift)), kSpanSize);
+        os_resident_bytes(reinterpret_cast<void*>(g_region.base + (span << kSpanShift)), kSpanSize);
   }
   return resident;
 }

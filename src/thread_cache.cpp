@@ -17,7 +17,7 @@
 #include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 
 namespace poolalloc::internal {
 
@@ -123,7 +123,7 @@ void release_slot_pages(ThreadCache* cache) {
   const auto slots = reinterpret_cast<std::uintptr_t>(cache->slots());
   const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
   const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
-  if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
+  if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
 }
 
 void retire_cache(ThreadCache* cache) {

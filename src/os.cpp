@@ -1,4 +1,4 @@
-#include "os_memory.hpp"
+#include "os.hpp"
 
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -11,13 +11,14 @@
 namespace poolalloc::internal {
 namespace {
 
-constexpr int kFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+constexpr int kNoReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
 }  // namespace
 
-void* map_at(std::uintptr_t address, std::size_t bytes) {
+void* os_map_noreserve_at(std::uintptr_t address, std::size_t bytes) {
   void* const wanted = reinterpret_cast<void*>(address);
-  void* p = mmap(wanted, bytes, PROT_READ | PROT_WRITE, kFlags | MAP_FIXED_NOREPLACE, -1, 0);
+  void* p =
+      mmap(wanted, bytes, PROT_READ | PROT_WRITE, kNoReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   if (p != wanted) {  // a kernel older than 4.17 takes MAP_FIXED_NOREPLACE for a mere hint
     munmap(p, bytes);
@@ -27,20 +28,20 @@ void* map_at(std::uintptr_t address, std::size_t bytes) {
   return p;
 }
 
-void* map_anywhere(std::size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kFlags, -1, 0);
+void* os_map_noreserve(std::size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNoReserveFlags, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
 
-void unmap(void* start, std::size_t bytes) {
+void os_unmap(void* start, std::size_t bytes) {
   munmap(start, bytes);
 }
 
-void release_pages(void* start, std::size_t bytes) {
+void os_decommit(void* start, std::size_t bytes) {
   madvise(start, bytes, MADV_DONTNEED);
 }
 
-std::size_t resident_bytes_of(const void* start, std::size_t bytes) {
+std::size_t os_resident_bytes(const void* start, std::size_t bytes) {
   constexpr std::size_t kChunkPages = 256;
   unsigned char pages[kChunkPages];
   std::size_t resident = 0;
@@ -63,7 +64,7 @@ std::uint64_t mix_bits(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::uint64_t random_bits() {
+std::uint64_t os_random_bits() {
   std::uint64_t bits = 0;
   if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof bits))
     return bits;
