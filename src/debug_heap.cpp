@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <sys/mman.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "deferred_operations.hpp"
 #include "lock.hpp"
 #include "options.hpp"
+#include "os.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "stats.hpp"
 
@@ -67,11 +67,8 @@ class Quarantine {
  private:
   static constexpr std::size_t kCapacity = std::size_t{64} << 10;
   bool map_ring() {
-    void* memory = mmap(nullptr, kCapacity * sizeof(FreedBlock), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) return false;
-    ring_ = static_cast<FreedBlock*>(memory);
-    return true;
+    ring_ = static_cast<FreedBlock*>(os_map(kCapacity * sizeof(FreedBlock)));
+    return ring_ != nullptr;
   }
   FreedBlock* ring_ = nullptr;
   std::size_t first_ = 0, count_ = 0, bytes_ = 0;
@@ -443,10 +440,8 @@ void report_leaks() {
   // Group live blocks by call site, in memory of its own: nothing here may call malloc.
   const std::size_t capacity = g_registry.size();
   if (capacity == 0) return;
-  void* memory = mmap(nullptr, capacity * sizeof(LeakSite), PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) return;
-  auto* sites = static_cast<LeakSite*>(memory);
+  auto* sites = static_cast<LeakSite*>(os_map(capacity * sizeof(LeakSite)));
+  if (sites == nullptr) return;
   std::size_t site_count = 0;
   std::uint64_t total_bytes = 0;
   g_registry.for_each([&](const BlockRecord& record) {
@@ -473,7 +468,7 @@ void report_leaks() {
     line << "\n";
     line.write_to(STDERR_FILENO);
   }
-  munmap(memory, capacity * sizeof(LeakSite));
+  os_unmap(sites, capacity * sizeof(LeakSite));
 }
 
 void check_at_exit() {

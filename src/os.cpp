@@ -13,7 +13,16 @@ namespace {
 
 constexpr int kNoReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
+void* mapped_or_null(void* p) {
+  return p == MAP_FAILED ? nullptr : p;
+}
+
 }  // namespace
+
+void* os_map(std::size_t bytes) {
+  return mapped_or_null(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+}
 
 void* os_map_noreserve_at(std::uintptr_t address, std::size_t bytes) {
   void* const wanted = reinterpret_cast<void*>(address);
@@ -29,8 +38,11 @@ void* os_map_noreserve_at(std::uintptr_t address, std::size_t bytes) {
 }
 
 void* os_map_noreserve(std::size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNoReserveFlags, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+  return mapped_or_null(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNoReserveFlags, -1, 0));
+}
+
+const void* os_map_file(int fd, std::size_t bytes) {
+  return mapped_or_null(mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0));
 }
 
 void os_unmap(void* start, std::size_t bytes) {

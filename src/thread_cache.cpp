@@ -2,7 +2,6 @@
 
 #include <linux/membarrier.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,9 +62,8 @@ ThreadCache* new_cache() {
   TryLockGuard guard(g_registry_lock);
   if (!guard.locked()) return nullptr;
   if (g_recycled == nullptr) {
-    void* mapping = mmap(nullptr, kCachesPerMapping * kCacheStride, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapping == MAP_FAILED) return nullptr;
+    void* mapping = os_map(kCachesPerMapping * kCacheStride);
+    if (mapping == nullptr) return nullptr;
     for (std::size_t i = 0; i < kCachesPerMapping; ++i) {
       std::byte* at = static_cast<std::byte*>(mapping) + i * kCacheStride;
       auto* cache = new (at) ThreadCache;
