@@ -1,7 +1,6 @@
 #include "debug_heap.hpp"
 
 #include <pthread.h>
-#include <sched.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
 
@@ -143,9 +142,9 @@ void settle_after_locking() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (unsigned spins = 0; g_visitors.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 64)
-      __builtin_ia32_pause();
+      os_spin_pause();
     else
-      sched_yield();
+      os_yield();
   }
   replay_deferred();
 }

@@ -1,8 +1,13 @@
 #include "os.hpp"
 
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -15,6 +20,12 @@ constexpr int kNoReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
 void* mapped_or_null(void* p) {
   return p == MAP_FAILED ? nullptr : p;
+}
+
+long futex(std::atomic<int>& word, int op, int value) {
+  static_assert(sizeof(std::atomic<int>) == sizeof(int));
+  return syscall(SYS_futex, reinterpret_cast<int*>(&word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
+                 nullptr, 0);
 }
 
 }  // namespace
@@ -66,6 +77,44 @@ std::size_t os_resident_bytes(const void* start, std::size_t bytes) {
       resident += (pages[i] & 1) * kPageSize;
   }
   return resident;
+}
+
+void os_futex_wait(std::atomic<int>& word, int expected) {
+  futex(word, FUTEX_WAIT, expected);
+}
+
+void os_futex_wake(std::atomic<int>& word, int waiters) {
+  futex(word, FUTEX_WAKE, waiters);
+}
+
+void os_yield() {
+  sched_yield();
+}
+
+bool os_membarrier_register() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+bool os_membarrier() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+int os_process_id() {
+  return static_cast<int>(getpid());
+}
+
+int os_thread_id() {
+  return static_cast<int>(gettid());
+}
+
+bool os_thread_exited(int pid, int tid) {
+  return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
+}
+
+// The system call: glibc's getcwd() falls back to code that allocates (an unreachable or very
+// long working directory). The kernel names an unreachable one "(unreachable)...".
+bool os_working_directory(char* path, std::size_t capacity) {
+  return syscall(SYS_getcwd, path, capacity) > 0 && path[0] == '/';
 }
 
 std::uint64_t mix_bits(std::uint64_t x) {

@@ -1,6 +1,6 @@
-// The OS layer: the allocator's only calls of mmap, munmap, madvise, mincore and the other
-// system calls below; nothing else in src/ makes them. (Reports and options open, read and
-// write files where they are made.)
+// The OS layer: the allocator calls mmap, munmap, madvise, mincore, the futex, membarrier, the
+// CPU's spin pause and the other system calls below here and nowhere else in src/. (Files are
+// opened, read and written where the reports and the options need them.)
 //
 // One error convention: a call that can fail returns nullptr or false (a byte count: what it
 // counted before the failure) and leaves the reason in errno; a call whose failure leaves the
@@ -8,6 +8,7 @@
 // errno: a caller that must keep it (free() does) saves it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -37,6 +38,40 @@ void os_decommit(void* start, std::size_t bytes);
 
 // Bytes of [start, start + bytes) resident in memory.
 std::size_t os_resident_bytes(const void* start, std::size_t bytes);
+
+// Threads.
+
+// Sleeps while `word` holds `expected` (returns at once if it does not), until a wake, or a
+// signal; the caller reads the word again either way. Private to this process.
+void os_futex_wait(std::atomic<int>& word, int expected);
+// Wakes up to `waiters` threads sleeping on `word`.
+void os_futex_wake(std::atomic<int>& word, int waiters);
+
+// In a spin loop: lets the other hyperthread of the core run while this one waits.
+inline void os_spin_pause() {
+  __builtin_ia32_pause();
+}
+
+// Gives the CPU to another thread that is ready to run.
+void os_yield();
+
+// membarrier(2). Registers this process for os_membarrier(), which puts a full memory barrier
+// in every running thread of the process, as if each had executed one where it stands (a thread
+// that is not running passes one when it is next scheduled). False where the kernel has no
+// membarrier, or the process is not registered (a child of fork() must register again).
+bool os_membarrier_register();
+bool os_membarrier();
+
+int os_process_id();
+int os_thread_id();
+
+// Whether thread `tid` of process `pid` has exited: tgkill with signal 0 fails with ESRCH only
+// once the task has exited.
+bool os_thread_exited(int pid, int tid);
+
+// The working directory into path[0, capacity), terminated; false if it has none, lies outside
+// this process's root or does not fit.
+bool os_working_directory(char* path, std::size_t capacity);
 
 // Randomness.
 

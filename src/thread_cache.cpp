@@ -1,9 +1,6 @@
 #include "thread_cache.hpp"
 
-#include <linux/membarrier.h>
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -84,8 +81,8 @@ ThreadCache* new_cache() {
   cache->reclaimed = false;
   cache->prev = nullptr;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
-  cache->owner_pid = static_cast<int>(getpid());
-  cache->owner_tid = static_cast<int>(gettid());
+  cache->owner_pid = os_process_id();
+  cache->owner_tid = os_thread_id();
   cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
@@ -223,17 +220,11 @@ void on_thread_exit(void* data) {
 // gives, so its builds never reclaim.
 constinit bool g_can_reclaim = false;
 
-bool register_membarrier() {
-  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-// A full memory barrier in every running thread of the process, as if each had executed one
-// where it stands (a thread that is not running passes one when it is next scheduled).
+// A full memory barrier in every running thread of the process (os_membarrier), registering
+// first where the process is not registered (a child of fork()).
 bool barrier_in_every_thread() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool done = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ||
-                    (register_membarrier() &&
-                     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0);
+  const bool done = os_membarrier() || (os_membarrier_register() && os_membarrier());
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return done;
 }
@@ -262,7 +253,7 @@ void init_thread_caches() {
 #endif
 #endif
 #if !defined(__SANITIZE_THREAD__) && !defined(POOLALLOC_UNDER_TSAN)
-  g_can_reclaim = register_membarrier();
+  g_can_reclaim = os_membarrier_register();
 #endif
 }
 
@@ -324,22 +315,21 @@ void flush_thread_cache() {
 
 // Held for fork(), the registry cannot change: it is read as it is. (The forking thread
 // itself may be asking, from another library's fork handler.)
-// A cache is its thread's alone until the kernel says the thread is gone (tgkill with signal 0
-// fails with ESRCH only once the task has exited); nothing can touch it after that. Caches made
+// A cache is its thread's alone until the kernel says the thread is gone (os_thread_exited);
+// nothing can touch it after that. Caches made
 // in a parent process are left alone: fork may have stopped their thread in the middle of its
 // fast path, with its bin torn. Skipped while the registry is held for fork(); a dead cache
 // flushed then stays off both lists (its few kilobytes are not reused).
 void reap_dead_caches() {
   const int saved_errno = errno;
-  const int pid = static_cast<int>(getpid());
+  const int pid = os_process_id();
   ThreadCache* dead = nullptr;
   {
     TryLockGuard guard(g_registry_lock);
     if (!guard.locked()) return;
     for (ThreadCache* cache = g_live; cache != nullptr;) {
       ThreadCache* next = cache->next;
-      if (cache->owner_pid == pid && syscall(SYS_tgkill, pid, cache->owner_tid, 0) != 0 &&
-          errno == ESRCH) {
+      if (cache->owner_pid == pid && os_thread_exited(pid, cache->owner_tid)) {
         unlink_live(cache);
         cache->next = dead;
         dead = cache;
