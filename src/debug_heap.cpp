@@ -8,11 +8,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "allocator.hpp"
 #include "block_registry.hpp"
 #include "call_sites.hpp"
 #include "deferred_operations.hpp"
+#include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "options.hpp"
 #include "os.hpp"
@@ -163,14 +165,9 @@ void lock_heap() {
 
 // Drops g_lock, then releases the blocks that left the quarantine meanwhile.
 void unlock_heap() {
-  ToRelease* block = g_to_release;
-  g_to_release = nullptr;
+  ToRelease* blocks = std::exchange(g_to_release, nullptr);
   g_lock.unlock();
-  while (block != nullptr) {
-    ToRelease* next = block->next;
-    deallocate(block->block);
-    block = next;
-  }
+  while (ToRelease* block = list_pop(blocks)) deallocate(block->block);
 }
 
 // Runs `visit` as a visitor and returns true if g_lock is held for fork(); returns false,
@@ -290,8 +287,8 @@ void release_later(const FreedBlock& block) {
   check_freed_fill(block, "found when the block left the quarantine");
   check_guards(block.record, "found when the block left the quarantine");
   auto* link = reinterpret_cast<ToRelease*>(front_guard(block.record));
-  *link = ToRelease{g_to_release, underlying_block(block.record)};
-  g_to_release = link;
+  *link = ToRelease{nullptr, underlying_block(block.record)};
+  list_push(g_to_release, *link);
 }
 
 // A pointer that is not a live block: say what it is, as precisely as the records allow.
