@@ -11,6 +11,7 @@
 #include "central_lists.hpp"
 #include "decay.hpp"
 #include "free_block_marks.hpp"
+#include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os.hpp"
@@ -65,12 +66,10 @@ ThreadCache* new_cache() {
       std::byte* at = static_cast<std::byte*>(mapping) + i * kCacheStride;
       auto* cache = new (at) ThreadCache;
       cache->attach_slots(reinterpret_cast<void**>(at + sizeof(ThreadCache)));
-      cache->next = g_recycled;
-      g_recycled = cache;
+      list_push(g_recycled, *cache);
     }
   }
-  ThreadCache* cache = g_recycled;
-  g_recycled = cache->next;
+  ThreadCache* cache = list_pop(g_recycled);
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     CacheBin& bin = cache->bin_of_class(cls);
     bin.bottom.store(cache->home_of_class(cls), std::memory_order_relaxed);
@@ -79,7 +78,6 @@ ThreadCache* new_cache() {
     bin.requests = 0;
   }
   cache->reclaimed = false;
-  cache->prev = nullptr;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
   cache->owner_pid = os_process_id();
   cache->owner_tid = os_thread_id();
@@ -87,9 +85,7 @@ ThreadCache* new_cache() {
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
-  cache->next = g_live;
-  if (g_live != nullptr) g_live->prev = cache;
-  g_live = cache;
+  dlist_push(g_live, *cache);
   ++g_live_count;
   return cache;
 }
@@ -99,8 +95,7 @@ ThreadCache* new_cache() {
 // the parent handler wakes it.
 // Under the registry lock: takes the cache off the live list.
 void unlink_live(ThreadCache* cache) {
-  (cache->prev != nullptr ? cache->prev->next : g_live) = cache->next;
-  if (cache->next != nullptr) cache->next->prev = cache->prev;
+  dlist_unlink(g_live, *cache);
   --g_live_count;
 }
 
@@ -108,8 +103,7 @@ void unlink_live(ThreadCache* cache) {
 void recycle(ThreadCache* cache) {
   for (unsigned cls = 0; cls < kClassCount; ++cls)
     g_exited_requests[cls] += cache->bin_of_class(cls).requests;
-  cache->next = g_recycled;
-  g_recycled = cache;
+  list_push(g_recycled, *cache);
 }
 
 // A flushed cache's slots give their pages back (its thread touched as many as its bins grew);
@@ -327,26 +321,21 @@ void reap_dead_caches() {
   {
     TryLockGuard guard(g_registry_lock);
     if (!guard.locked()) return;
-    for (ThreadCache* cache = g_live; cache != nullptr;) {
-      ThreadCache* next = cache->next;
-      if (cache->owner_pid == pid && os_thread_exited(pid, cache->owner_tid)) {
-        unlink_live(cache);
-        cache->next = dead;
-        dead = cache;
+    list_for_each(g_live, [&](ThreadCache& cache) {
+      if (cache.owner_pid == pid && os_thread_exited(pid, cache.owner_tid)) {
+        unlink_live(&cache);
+        list_push(dead, cache);
       }
-      cache = next;
-    }
+    });
   }
-  while (dead != nullptr) {
-    ThreadCache* next = dead->next;
+  while (ThreadCache* cache = list_pop(dead)) {
     {
-      LockGuard reclaiming(dead->lock);  // a reclaim that found it alive may hold it
-      flush_cache(*dead);
+      LockGuard reclaiming(cache->lock);  // a reclaim that found it alive may hold it
+      flush_cache(*cache);
     }
-    release_slot_pages(dead);
+    release_slot_pages(cache);
     TryLockGuard guard(g_registry_lock);
-    if (guard.locked()) recycle(dead);
-    dead = next;
+    if (guard.locked()) recycle(cache);
   }
   errno = saved_errno;
 }
@@ -396,15 +385,12 @@ void reclaim_caches(Reclaim which) {
         cache->lock.unlock();
         continue;
       }
-      cache->reclaim_next = claimed;
-      claimed = cache;
+      list_push(claimed, *cache, &ThreadCache::reclaim_next);
     }
   }
   if (claimed == nullptr) return;
   const bool ordered = barrier_in_every_thread();
-  while (claimed != nullptr) {
-    ThreadCache* const cache = claimed;
-    claimed = cache->reclaim_next;
+  while (ThreadCache* const cache = list_pop(claimed, &ThreadCache::reclaim_next)) {
     for (unsigned cls = 0; cls < kClassCount; ++cls) {
       CacheBin& bin = cache->bin_of_class(cls);
       void** const from = cache->reclaim_from[cls];
@@ -447,15 +433,12 @@ void lock_thread_caches_for_fork() {
 // recycled.
 void unlock_thread_caches_after_fork(bool in_child) {
   if (in_child) {
-    for (ThreadCache* cache = g_live; cache != nullptr;) {
-      ThreadCache* next = cache->next;
-      if (cache != t_cache) {
-        unlink_live(cache);
-        for (unsigned cls = 0; cls < kClassCount; ++cls)
-          g_exited_requests[cls] += cache->bin_of_class(cls).requests;
-      }
-      cache = next;
-    }
+    list_for_each(g_live, [](ThreadCache& cache) {
+      if (&cache == t_cache) return;
+      unlink_live(&cache);
+      for (unsigned cls = 0; cls < kClassCount; ++cls)
+        g_exited_requests[cls] += cache.bin_of_class(cls).requests;
+    });
   }
   g_registry_lock.unlock_after_fork(in_child);
   g_reclaim_lock.unlock_after_fork(in_child);
