@@ -1,6 +1,6 @@
 #include "block_registry.hpp"
 
-#include <sys/mman.h>
+#include "os.hpp"
 
 namespace poolalloc::internal {
 
@@ -15,18 +15,17 @@ bool BlockRegistry::grow() {
   const std::size_t capacity = capacity_ == 0                 ? 4096
                                : (count_ + 1) * 4 > capacity_ ? capacity_ * 2
                                                               : capacity_;
-  void* memory = mmap(nullptr, capacity * sizeof(BlockRecord), PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) return false;
+  auto* slots = static_cast<BlockRecord*>(os_map(capacity * sizeof(BlockRecord)));
+  if (slots == nullptr) return false;
   BlockRecord* old_slots = slots_;
   const std::size_t old_capacity = capacity_;
-  slots_ = static_cast<BlockRecord*>(memory);
+  slots_ = slots;
   capacity_ = capacity;
   count_ = 0;
   tombstones_ = 0;
   for (std::size_t i = 0; i < old_capacity; ++i)
     if (old_slots[i].address > kTombstone) insert(old_slots[i]);
-  if (old_slots != nullptr) munmap(old_slots, old_capacity * sizeof(BlockRecord));
+  if (old_slots != nullptr) os_unmap(old_slots, old_capacity * sizeof(BlockRecord));
   return true;
 }
 

@@ -1,7 +1,6 @@
 #include "bootstrap.hpp"
 
 #include <pthread.h>
-#include <sched.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include "central_lists.hpp"
 #include "free_block_marks.hpp"
 #include "options.hpp"
+#include "os.hpp"
 #include "pool_region.hpp"
 #include "span_carving.hpp"
 #include "stats.hpp"
@@ -107,7 +107,7 @@ bool ensure_initialised() {
     pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
     return ready;
   }
-  while ((state = g_state.load(std::memory_order_acquire)) == kInitialising) sched_yield();
+  while ((state = g_state.load(std::memory_order_acquire)) == kInitialising) os_yield();
   return state == kReady;
 }
 

@@ -3,13 +3,13 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "lock.hpp"
+#include "os.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -42,11 +42,11 @@ const MappedModule* map_module(const char* path) {
   const int fd = open(file, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   struct stat status {};
-  void* image = MAP_FAILED;
+  const void* image = nullptr;
   if (fstat(fd, &status) == 0 && status.st_size >= static_cast<off_t>(sizeof(Elf64_Ehdr)))
-    image = mmap(nullptr, static_cast<std::size_t>(status.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    image = os_map_file(fd, static_cast<std::size_t>(status.st_size));
   close(fd);
-  if (image == MAP_FAILED) return nullptr;
+  if (image == nullptr) return nullptr;
   slot->image = static_cast<const std::byte*>(image);
   slot->size = static_cast<std::size_t>(status.st_size);
   return slot;

@@ -6,9 +6,10 @@
 #include <utility>
 
 #include "free_block_marks.hpp"
+#include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 #include "pool_region.hpp"
 #include "span_carving.hpp"
 
@@ -79,17 +80,6 @@ void* carve_block(Span& span, unsigned cls) {
   return block;
 }
 
-// Links list `more` in front of `spans`.
-Span* concat(Span* more, Span* spans) {
-  while (more != nullptr) {
-    Span* next = more->next;
-    more->next = spans;
-    spans = more;
-    more = next;
-  }
-  return spans;
-}
-
 struct alignas(64) ClassList {
   Lock lock;  // third in the lock order (lock.hpp)
   // Blocks given back while the lock was held for fork(), linked through their first word:
@@ -99,23 +89,13 @@ struct alignas(64) ClassList {
   Span* partial = nullptr;    // spans with free blocks and used ones, doubly linked
   ClassCounters counters{};   // but `stacked`, which class_counters() fills in
 
-  void push_front(Span& span) {
-    span.prev = nullptr;
-    span.next = partial;
-    if (partial != nullptr) partial->prev = &span;
-    partial = &span;
-  }
-  void unlink(Span& span) {
-    (span.prev != nullptr ? span.prev->next : partial) = span.next;
-    if (span.next != nullptr) span.next->prev = span.prev;
-  }
   // A span to take blocks from: a partial one, else a newly carved one.
   Span* span_with_free_blocks(unsigned cls) {
     if (partial != nullptr) return partial;
     Span* span = carve_span(cls);
     if (span == nullptr) return nullptr;
     ++counters.spans;
-    push_front(*span);
+    dlist_push(partial, *span);
     return span;
   }
   // Carves up to `wanted` blocks into blocks[0, n) and returns n.
@@ -127,7 +107,7 @@ struct alignas(64) ClassList {
       while (count < wanted && !span->blocks.full()) blocks[count++] = carve_block(*span, cls);
       carved_end_of(*span).store(span->blocks.initialised_count() * class_size(cls),
                                  std::memory_order_relaxed);
-      if (span->blocks.full()) unlink(*span);
+      if (span->blocks.full()) dlist_unlink(partial, *span);
     }
     counters.blocks_out += count;
     counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
@@ -145,14 +125,13 @@ struct alignas(64) ClassList {
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks[i];
       Span& span = span_of(block);
-      if (span.blocks.full()) push_front(span);
+      if (span.blocks.full()) dlist_push(partial, span);
       span.blocks.deallocate(block);
       span.unpurged = true;
       if (!span.blocks.empty()) continue;
-      unlink(span);
+      dlist_unlink(partial, span);
       --counters.spans;
-      span.next = to_release;
-      to_release = &span;
+      list_push(to_release, span);
     }
     return to_release;
   }
@@ -163,7 +142,7 @@ struct alignas(64) ClassList {
     for (void* block = orphans.exchange(nullptr, std::memory_order_acquire); block != nullptr;) {
       check_free_block(block, cls);
       void* next = next_free(block);
-      to_release = concat(return_to_spans(&block, 1), to_release);
+      list_splice(to_release, return_to_spans(&block, 1));
       block = next;
     }
     return to_release;
@@ -200,11 +179,7 @@ struct alignas(64) ClassList {
 ClassList g_classes[kClassCount];
 
 void release_all(Span* spans) {
-  while (spans != nullptr) {
-    Span* next = spans->next;
-    release_span(*spans);
-    spans = next;
-  }
+  while (Span* span = list_pop(spans)) release_span(*span);
 }
 
 }  // namespace
@@ -237,7 +212,8 @@ void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count) {
       list.orphan(blocks, count);  // held for fork(): the next holder files them
       return;
     }
-    to_release = concat(list.file(cls, blocks, count), list.drain_orphans(cls));
+    to_release = list.drain_orphans(cls);
+    list_splice(to_release, list.file(cls, blocks, count));
   }
   release_all(to_release);  // outside the class lock: madvise is a system call
 }
@@ -249,7 +225,8 @@ void empty_central_stacks() {
     {
       TryLockGuard guard(list.lock);
       if (!guard.locked()) continue;  // held for fork(): nothing to trim now
-      to_release = concat(list.unstack_all(cls), list.drain_orphans(cls));
+      to_release = list.drain_orphans(cls);
+      list_splice(to_release, list.unstack_all(cls));
     }
     release_all(to_release);
   }
@@ -265,7 +242,8 @@ void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t cou
       list.orphan(blocks, count);  // held for fork(): the next holder files them
       return;
     }
-    to_release = concat(list.return_to_spans(blocks, count), list.drain_orphans(cls));
+    to_release = list.drain_orphans(cls);
+    list_splice(to_release, list.return_to_spans(blocks, count));
   }
   release_all(to_release);
 }

@@ -1,8 +1,6 @@
 #include "debug_heap.hpp"
 
 #include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
 
@@ -10,13 +8,16 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "allocator.hpp"
 #include "block_registry.hpp"
 #include "call_sites.hpp"
 #include "deferred_operations.hpp"
+#include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "options.hpp"
+#include "os.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "stats.hpp"
 
@@ -67,11 +68,8 @@ class Quarantine {
  private:
   static constexpr std::size_t kCapacity = std::size_t{64} << 10;
   bool map_ring() {
-    void* memory = mmap(nullptr, kCapacity * sizeof(FreedBlock), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) return false;
-    ring_ = static_cast<FreedBlock*>(memory);
-    return true;
+    ring_ = static_cast<FreedBlock*>(os_map(kCapacity * sizeof(FreedBlock)));
+    return ring_ != nullptr;
   }
   FreedBlock* ring_ = nullptr;
   std::size_t first_ = 0, count_ = 0, bytes_ = 0;
@@ -146,9 +144,9 @@ void settle_after_locking() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (unsigned spins = 0; g_visitors.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < 64)
-      __builtin_ia32_pause();
+      os_spin_pause();
     else
-      sched_yield();
+      os_yield();
   }
   replay_deferred();
 }
@@ -167,14 +165,9 @@ void lock_heap() {
 
 // Drops g_lock, then releases the blocks that left the quarantine meanwhile.
 void unlock_heap() {
-  ToRelease* block = g_to_release;
-  g_to_release = nullptr;
+  ToRelease* blocks = std::exchange(g_to_release, nullptr);
   g_lock.unlock();
-  while (block != nullptr) {
-    ToRelease* next = block->next;
-    deallocate(block->block);
-    block = next;
-  }
+  while (ToRelease* block = list_pop(blocks)) deallocate(block->block);
 }
 
 // Runs `visit` as a visitor and returns true if g_lock is held for fork(); returns false,
@@ -294,8 +287,8 @@ void release_later(const FreedBlock& block) {
   check_freed_fill(block, "found when the block left the quarantine");
   check_guards(block.record, "found when the block left the quarantine");
   auto* link = reinterpret_cast<ToRelease*>(front_guard(block.record));
-  *link = ToRelease{g_to_release, underlying_block(block.record)};
-  g_to_release = link;
+  *link = ToRelease{nullptr, underlying_block(block.record)};
+  list_push(g_to_release, *link);
 }
 
 // A pointer that is not a live block: say what it is, as precisely as the records allow.
@@ -443,10 +436,8 @@ void report_leaks() {
   // Group live blocks by call site, in memory of its own: nothing here may call malloc.
   const std::size_t capacity = g_registry.size();
   if (capacity == 0) return;
-  void* memory = mmap(nullptr, capacity * sizeof(LeakSite), PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) return;
-  auto* sites = static_cast<LeakSite*>(memory);
+  auto* sites = static_cast<LeakSite*>(os_map(capacity * sizeof(LeakSite)));
+  if (sites == nullptr) return;
   std::size_t site_count = 0;
   std::uint64_t total_bytes = 0;
   g_registry.for_each([&](const BlockRecord& record) {
@@ -473,7 +464,7 @@ void report_leaks() {
     line << "\n";
     line.write_to(STDERR_FILENO);
   }
-  munmap(memory, capacity * sizeof(LeakSite));
+  os_unmap(sites, capacity * sizeof(LeakSite));
 }
 
 void check_at_exit() {

@@ -1,15 +1,14 @@
 #include "deferred_operations.hpp"
 
-#include <sys/mman.h>
-
 #include <new>
+
+#include "os.hpp"
 
 namespace poolalloc::internal {
 
 DeferredLog::Chunk* DeferredLog::map_chunk() {
-  void* memory =
-      mmap(nullptr, sizeof(Chunk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return memory == MAP_FAILED ? nullptr : new (memory) Chunk;
+  void* memory = os_map(sizeof(Chunk));
+  return memory == nullptr ? nullptr : new (memory) Chunk;
 }
 
 // An entry is claimed with one fetch_add on its chunk's count; a thread that claims past the
@@ -33,7 +32,7 @@ bool DeferredLog::append(const DeferredOperation& operation) {
       if (chunk->next.compare_exchange_strong(next, fresh, std::memory_order_acq_rel)) {
         next = fresh;
       } else {
-        munmap(fresh, sizeof(Chunk));
+        os_unmap(fresh, sizeof(Chunk));
       }
     }
     Chunk* expected = chunk == &first_ ? nullptr : chunk;

@@ -1,12 +1,12 @@
 #include "free_block_marks.hpp"
 
 #include "misuse.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 #include "pool_region.hpp"
 
 namespace poolalloc::internal {
 void choose_free_block_key() {
-  const std::uint64_t key = random_bits();
+  const std::uint64_t key = os_random_bits();
   // A zero key would make a block whose second word is its own address look free.
   g_free_block_key = key != 0 ? key : 0x5bd1e9955bd1e995u;
 }

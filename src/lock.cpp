@@ -1,19 +1,8 @@
 #include "lock.hpp"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "os.hpp"
 
 namespace poolalloc::internal {
-namespace {
-
-long futex(std::atomic<int>* word, int op, int value) {
-  static_assert(sizeof(std::atomic<int>) == sizeof(int));
-  return syscall(SYS_futex, reinterpret_cast<int*>(word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
-                 nullptr, 0);
-}
-
-}  // namespace
 
 // Spin briefly (the holder is usually a few hundred instructions from unlocking), then sleep
 // on the futex, marking the lock contended so that unlock knows to wake someone. The state
@@ -27,7 +16,7 @@ bool Lock::lock_contended(bool give_up_when_forking) {
     if (state_.load(std::memory_order_relaxed) == kFree &&
         state_.compare_exchange_weak(expected, kLocked, std::memory_order_acquire))
       return true;
-    __builtin_ia32_pause();
+    os_spin_pause();
   }
   int state = state_.load(std::memory_order_acquire);
   for (;;) {
@@ -41,13 +30,13 @@ bool Lock::lock_contended(bool give_up_when_forking) {
         !state_.compare_exchange_weak(state, kContended, std::memory_order_acquire))
       continue;
     // kContended, or kForkHeld for a caller that waits: sleep while the word holds that value.
-    futex(&state_, FUTEX_WAIT, state == kLocked ? kContended : state);
+    os_futex_wait(state_, state == kLocked ? kContended : state);
     state = state_.load(std::memory_order_acquire);
   }
 }
 
 void Lock::wake(int waiters) {
-  futex(&state_, FUTEX_WAKE, waiters);
+  os_futex_wake(state_, waiters);
 }
 
 }  // namespace poolalloc::internal

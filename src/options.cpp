@@ -4,12 +4,12 @@
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <string_view>
 
+#include "os.hpp"
 #include "output_buffer.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "poolalloc/poolalloc.h"
@@ -118,9 +118,8 @@ void read_stats_path() {
   char* path = g_options.stats_path;
   constexpr std::size_t kCapacity = sizeof g_options.stats_path;
   std::size_t length = 0;
-  // The system call: glibc's getcwd() falls back to code that allocates (an unreachable or
-  // very long working directory). Without a working directory the path stays relative.
-  if (text.front() != '/' && syscall(SYS_getcwd, path, kCapacity) > 0 && path[0] == '/') {
+  // Without a working directory the path stays relative.
+  if (text.front() != '/' && os_working_directory(path, kCapacity)) {
     length = std::strlen(path);
     if (path[length - 1] != '/') path[length++] = '/';
   }
@@ -243,7 +242,7 @@ void report_options(bool debug_build) {
   OutputBuffer out(STDERR_FILENO);
   detail::Message line;
   line << "poolalloc " << POOLALLOC_VERSION_STRING << ", " << (debug_build ? "debug" : "release")
-       << " build, pid " << static_cast<std::uint64_t>(getpid()) << ", options in force:\n";
+       << " build, pid " << static_cast<std::uint64_t>(os_process_id()) << ", options in force:\n";
   out << line;
   const bool to_file = g_options.stats_path[0] != '\0';
   detail::Message value;

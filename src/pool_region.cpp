@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "os_memory.hpp"
+#include "os.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -44,12 +44,12 @@ struct GrowingRange {
   bool grow_to(std::size_t bytes, std::size_t step) {
     if (bytes <= mapped) return true;
     const std::size_t target = std::min(round_up(bytes, step), capacity);
-    if (map_at(start + mapped, target - mapped) == nullptr) return false;
+    if (os_map_noreserve_at(start + mapped, target - mapped) == nullptr) return false;
     mapped = target;
     return true;
   }
   void unmap_all() {
-    if (mapped != 0) unmap(reinterpret_cast<void*>(start), mapped);
+    if (mapped != 0) os_unmap(reinterpret_cast<void*>(start), mapped);
     mapped = 0;
   }
 };
@@ -102,7 +102,7 @@ bool place_region(std::size_t max_bytes) {
   const int saved_errno = errno;
   g_region.spans = nullptr;
   bool placed = false;
-  const std::uint64_t seed = random_bits();
+  const std::uint64_t seed = os_random_bits();
   for (int attempt = 0; attempt < kPlaceTries && !placed; ++attempt)
     placed = place_at(random_place(layout_of(spans).window, seed, attempt), spans);
   if (!placed) {
@@ -110,7 +110,7 @@ bool place_region(std::size_t max_bytes) {
     // kernel places a region of one step, which will not grow.
     const std::size_t small = std::min(spans, kFirstStepSpans);
     const Layout layout = layout_of(small);
-    auto* mapping = static_cast<std::byte*>(map_anywhere(layout.window + kSpanSize));
+    auto* mapping = static_cast<std::byte*>(os_map_noreserve(layout.window + kSpanSize));
     if (mapping != nullptr) {
       // Aligned so that the blocks start on a span boundary; the slack stays mapped.
       const std::uintptr_t start =

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include "free_block_marks.hpp"
+#include "intrusive_list.hpp"
 #include "lock.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
@@ -68,24 +70,18 @@ bool grow_for_fresh_span() {
 // go back to the OS, which the caller does once the lock is dropped).
 void file_released_span(Span& span, Span*& to_hand_back) {
   if (g_retained_count < g_retained_budget) {
-    span.next = g_retained;
-    g_retained = &span;
+    list_push(g_retained, span);
     ++g_retained_count;
     return;
   }
-  span.next = to_hand_back;
-  to_hand_back = &span;
+  list_push(to_hand_back, span);
 }
 
 // Under the carving lock: files the spans released while it was held for fork().
 void file_spans_released_while_forking(Span*& to_hand_back) {
   if (g_released_while_forking.load(std::memory_order_relaxed) == nullptr) return;
-  Span* span = g_released_while_forking.exchange(nullptr, std::memory_order_acquire);
-  while (span != nullptr) {
-    Span* next = span->next;
-    file_released_span(*span, to_hand_back);
-    span = next;
-  }
+  Span* spans = g_released_while_forking.exchange(nullptr, std::memory_order_acquire);
+  while (Span* span = list_pop(spans)) file_released_span(*span, to_hand_back);
 }
 
 // Without the lock and without waiting: the span waits for the next holder of the lock.
@@ -110,16 +106,13 @@ Span* carve_span(unsigned cls) {
     LockGuard guard(g_carving_lock);
     file_spans_released_while_forking(to_hand_back);
     if (g_retained != nullptr) {
-      span = g_retained;
-      g_retained = span->next;
+      span = list_pop(g_retained);
       --g_retained_count;
       g_retained_low_water = std::min(g_retained_low_water, g_retained_count);
     } else if (to_hand_back != nullptr) {
-      span = to_hand_back;  // released, not yet handed back: carve it again as it is
-      to_hand_back = span->next;
+      span = list_pop(to_hand_back);  // released, not yet handed back: carve it again as it is
     } else if (g_unused != nullptr) {
-      span = g_unused;
-      g_unused = span->next;
+      span = list_pop(g_unused);
       g_retained_budget = std::min(g_retained_budget + 1, kMaxRetainedSpans);
     } else if (g_fresh_span < region_mapped_spans() || grow_for_fresh_span()) {
       span = &g_region.spans[g_fresh_span++];
@@ -143,17 +136,14 @@ namespace {
 // for the lock's next holder while it is held for fork() (they are filed again then: a
 // second madvise costs nothing).
 void hand_back_all_to_os(Span* spans) {
-  while (spans != nullptr) {
-    Span* next = spans->next;
-    release_pages(span_start(*spans), kSpanSize);
+  while (Span* span = list_pop(spans)) {
+    os_decommit(span_start(*span), kSpanSize);
     TryLockGuard guard(g_carving_lock);
     if (guard.locked()) {
-      spans->next = g_unused;
-      g_unused = spans;
+      list_push(g_unused, *span);
     } else {
-      release_while_forking(*spans);
+      release_while_forking(*span);
     }
-    spans = next;
   }
 }
 
@@ -182,12 +172,7 @@ std::size_t release_retained_spans() {
     TryLockGuard guard(g_carving_lock);
     if (!guard.locked()) return 0;  // held for fork(): nothing to trim now
     file_spans_released_while_forking(retained);
-    while (g_retained != nullptr) {
-      Span* span = g_retained;
-      g_retained = span->next;
-      span->next = retained;
-      retained = span;
-    }
+    list_splice(retained, std::exchange(g_retained, nullptr));
     g_retained_count = 0;
     g_retained_low_water = 0;
     g_retained_budget = kMinRetainedSpans;
@@ -202,7 +187,7 @@ void release_block_pages(std::byte* block, std::size_t size) {
   const auto start = (reinterpret_cast<std::uintptr_t>(block) + kFreeBlockHeader + kPageSize - 1) &
                      ~(kPageSize - 1);
   const auto end = (reinterpret_cast<std::uintptr_t>(block) + size) & ~(kPageSize - 1);
-  if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
+  if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
 }
 
 void decay_retained_spans() {
@@ -212,11 +197,8 @@ void decay_retained_spans() {
     if (!guard.locked()) return;  // held for fork(): nothing decays now
     // The spans are alike (empty, committed): which ones go back does not matter, how many does.
     for (std::size_t n = std::min(g_retained_low_water, g_retained_count); n != 0; --n) {
-      Span* span = g_retained;
-      g_retained = span->next;
+      list_push(unused, *list_pop(g_retained));
       --g_retained_count;
-      span->next = unused;
-      unused = span;
     }
     g_retained_low_water = g_retained_count;
   }
@@ -237,7 +219,7 @@ std::size_t resident_bytes() {
   // Every span carved so far: those of a class, and the empty ones, which are retained (their
   // pages still resident) or were handed back (resident no more).
   for (std::size_t span = 0; span < fresh; ++span) {
-    resident += resident_bytes_of(span_start(g_region.spans[span]), kSpanSize);
+    resident += os_resident_bytes(span_start(g_region.spans[span]), kSpanSize);
   }
   return resident;
 }

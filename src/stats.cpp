@@ -16,6 +16,7 @@
 #include "central_lists.hpp"
 #include "command_line.hpp"
 #include "options.hpp"
+#include "os.hpp"
 #include "output_buffer.hpp"
 #include "pool_region.hpp"
 #include "poolalloc/detail/message.hpp"
@@ -140,7 +141,7 @@ void print_snapshot(OutputBuffer& out) {
   Snapshot snapshot;
   take_snapshot(snapshot);
   detail::Message title;
-  title << "poolalloc statistics of pid " << static_cast<std::uint64_t>(getpid());
+  title << "poolalloc statistics of pid " << static_cast<std::uint64_t>(os_process_id());
   const CommandLine command;
   if (!command.text().empty()) {
     title << ": ";
@@ -204,7 +205,7 @@ int initial_stderr() {
 // when the result is too long for a path.
 bool expand_stats_path(char (&path)[PATH_MAX]) {
   detail::Message pid;
-  pid << static_cast<std::uint64_t>(getpid());
+  pid << static_cast<std::uint64_t>(os_process_id());
   std::size_t length = 0;
   for (const char* at = g_options.stats_path; *at != '\0'; ++at) {
     std::string_view piece(at, 1);

@@ -1,10 +1,6 @@
 #include "thread_cache.hpp"
 
-#include <linux/membarrier.h>
 #include <pthread.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,9 +11,10 @@
 #include "central_lists.hpp"
 #include "decay.hpp"
 #include "free_block_marks.hpp"
+#include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 
 namespace poolalloc::internal {
 
@@ -75,19 +72,16 @@ ThreadCache* new_cache() {
   TryLockGuard guard(g_registry_lock);
   if (!guard.locked()) return nullptr;
   if (g_recycled == nullptr) {
-    void* mapping = mmap(nullptr, kCachesPerMapping * kCacheStride, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapping == MAP_FAILED) return nullptr;
+    void* mapping = os_map(kCachesPerMapping * kCacheStride);
+    if (mapping == nullptr) return nullptr;
     for (std::size_t i = 0; i < kCachesPerMapping; ++i) {
       std::byte* at = static_cast<std::byte*>(mapping) + i * kCacheStride;
       auto* cache = new (at) ThreadCache;
       CacheBins::attach_slots(*cache, reinterpret_cast<void**>(at + sizeof(ThreadCache)));
-      cache->next = g_recycled;
-      g_recycled = cache;
+      list_push(g_recycled, *cache);
     }
   }
-  ThreadCache* cache = g_recycled;
-  g_recycled = cache->next;
+  ThreadCache* cache = list_pop(g_recycled);
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     CacheBin& bin = CacheBins::of(*cache, cls);
     bin.bottom.store(CacheBins::home(*cache, cls), std::memory_order_relaxed);
@@ -96,17 +90,14 @@ ThreadCache* new_cache() {
     bin.requests = 0;
   }
   cache->reclaimed = false;
-  cache->prev = nullptr;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
-  cache->owner_pid = static_cast<int>(getpid());
-  cache->owner_tid = static_cast<int>(gettid());
+  cache->owner_pid = os_process_id();
+  cache->owner_tid = os_thread_id();
   cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
-  cache->next = g_live;
-  if (g_live != nullptr) g_live->prev = cache;
-  g_live = cache;
+  dlist_push(g_live, *cache);
   ++g_live_count;
   return cache;
 }
@@ -116,8 +107,7 @@ ThreadCache* new_cache() {
 // the parent handler wakes it.
 // Under the registry lock: takes the cache off the live list.
 void unlink_live(ThreadCache* cache) {
-  (cache->prev != nullptr ? cache->prev->next : g_live) = cache->next;
-  if (cache->next != nullptr) cache->next->prev = cache->prev;
+  dlist_unlink(g_live, *cache);
   --g_live_count;
 }
 
@@ -125,8 +115,7 @@ void unlink_live(ThreadCache* cache) {
 void recycle(ThreadCache* cache) {
   for (unsigned cls = 0; cls < kClassCount; ++cls)
     g_exited_requests[cls] += CacheBins::of(*cache, cls).requests;
-  cache->next = g_recycled;
-  g_recycled = cache;
+  list_push(g_recycled, *cache);
 }
 
 // A flushed cache's slots give their pages back (its thread touched as many as its bins grew);
@@ -135,7 +124,7 @@ void release_slot_pages(ThreadCache* cache) {
   const auto slots = reinterpret_cast<std::uintptr_t>(CacheBins::slots(*cache));
   const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
   const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
-  if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
+  if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
 }
 
 void retire_cache(ThreadCache* cache) {
@@ -237,17 +226,11 @@ void on_thread_exit(void* data) {
 // gives, so its builds never reclaim.
 constinit bool g_can_reclaim = false;
 
-bool register_membarrier() {
-  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-// A full memory barrier in every running thread of the process, as if each had executed one
-// where it stands (a thread that is not running passes one when it is next scheduled).
+// A full memory barrier in every running thread of the process (os_membarrier), registering
+// first where the process is not registered (a child of fork()).
 bool barrier_in_every_thread() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool done = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0 ||
-                    (register_membarrier() &&
-                     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0);
+  const bool done = os_membarrier() || (os_membarrier_register() && os_membarrier());
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return done;
 }
@@ -276,7 +259,7 @@ void init_thread_caches() {
 #endif
 #endif
 #if !defined(__SANITIZE_THREAD__) && !defined(POOLALLOC_UNDER_TSAN)
-  g_can_reclaim = register_membarrier();
+  g_can_reclaim = os_membarrier_register();
 #endif
 }
 
@@ -338,39 +321,33 @@ void flush_thread_cache() {
 
 // Held for fork(), the registry cannot change: it is read as it is. (The forking thread
 // itself may be asking, from another library's fork handler.)
-// A cache is its thread's alone until the kernel says the thread is gone (tgkill with signal 0
-// fails with ESRCH only once the task has exited); nothing can touch it after that. Caches made
+// A cache is its thread's alone until the kernel says the thread is gone (os_thread_exited);
+// nothing can touch it after that. Caches made
 // in a parent process are left alone: fork may have stopped their thread in the middle of its
 // fast path, with its bin torn. Skipped while the registry is held for fork(); a dead cache
 // flushed then stays off both lists (its few kilobytes are not reused).
 void reap_dead_caches() {
   const int saved_errno = errno;
-  const int pid = static_cast<int>(getpid());
+  const int pid = os_process_id();
   ThreadCache* dead = nullptr;
   {
     TryLockGuard guard(g_registry_lock);
     if (!guard.locked()) return;
-    for (ThreadCache* cache = g_live; cache != nullptr;) {
-      ThreadCache* next = cache->next;
-      if (cache->owner_pid == pid && syscall(SYS_tgkill, pid, cache->owner_tid, 0) != 0 &&
-          errno == ESRCH) {
-        unlink_live(cache);
-        cache->next = dead;
-        dead = cache;
+    list_for_each(g_live, [&](ThreadCache& cache) {
+      if (cache.owner_pid == pid && os_thread_exited(pid, cache.owner_tid)) {
+        unlink_live(&cache);
+        list_push(dead, cache);
       }
-      cache = next;
-    }
+    });
   }
-  while (dead != nullptr) {
-    ThreadCache* next = dead->next;
+  while (ThreadCache* cache = list_pop(dead)) {
     {
-      LockGuard reclaiming(dead->lock);  // a reclaim that found it alive may hold it
-      flush_cache(*dead);
+      LockGuard reclaiming(cache->lock);  // a reclaim that found it alive may hold it
+      flush_cache(*cache);
     }
-    release_slot_pages(dead);
+    release_slot_pages(cache);
     TryLockGuard guard(g_registry_lock);
-    if (guard.locked()) recycle(dead);
-    dead = next;
+    if (guard.locked()) recycle(cache);
   }
   errno = saved_errno;
 }
@@ -420,15 +397,12 @@ void reclaim_caches(Reclaim which) {
         cache->lock.unlock();
         continue;
       }
-      cache->reclaim_next = claimed;
-      claimed = cache;
+      list_push(claimed, *cache, &ThreadCache::reclaim_next);
     }
   }
   if (claimed == nullptr) return;
   const bool ordered = barrier_in_every_thread();
-  while (claimed != nullptr) {
-    ThreadCache* const cache = claimed;
-    claimed = cache->reclaim_next;
+  while (ThreadCache* const cache = list_pop(claimed, &ThreadCache::reclaim_next)) {
     for (unsigned cls = 0; cls < kClassCount; ++cls) {
       CacheBin& bin = CacheBins::of(*cache, cls);
       void** const from = cache->reclaim_from[cls];
@@ -471,15 +445,12 @@ void lock_thread_caches_for_fork() {
 // recycled.
 void unlock_thread_caches_after_fork(bool in_child) {
   if (in_child) {
-    for (ThreadCache* cache = g_live; cache != nullptr;) {
-      ThreadCache* next = cache->next;
-      if (cache != t_cache) {
-        unlink_live(cache);
-        for (unsigned cls = 0; cls < kClassCount; ++cls)
-          g_exited_requests[cls] += CacheBins::of(*cache, cls).requests;
-      }
-      cache = next;
-    }
+    list_for_each(g_live, [](ThreadCache& cache) {
+      if (&cache == t_cache) return;
+      unlink_live(&cache);
+      for (unsigned cls = 0; cls < kClassCount; ++cls)
+        g_exited_requests[cls] += CacheBins::of(cache, cls).requests;
+    });
   }
   g_registry_lock.unlock_after_fork(in_child);
   g_reclaim_lock.unlock_after_fork(in_child);

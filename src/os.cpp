@@ -1,0 +1,145 @@
+#include "os.hpp"
+
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace poolalloc::internal {
+namespace {
+
+constexpr int kNoReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
+void* mapped_or_null(void* p) {
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+long futex(std::atomic<int>& word, int op, int value) {
+  static_assert(sizeof(std::atomic<int>) == sizeof(int));
+  return syscall(SYS_futex, reinterpret_cast<int*>(&word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
+                 nullptr, 0);
+}
+
+}  // namespace
+
+void* os_map(std::size_t bytes) {
+  return mapped_or_null(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+}
+
+void* os_map_noreserve_at(std::uintptr_t address, std::size_t bytes) {
+  void* const wanted = reinterpret_cast<void*>(address);
+  void* p =
+      mmap(wanted, bytes, PROT_READ | PROT_WRITE, kNoReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if (p != wanted) {  // a kernel older than 4.17 takes MAP_FIXED_NOREPLACE for a mere hint
+    munmap(p, bytes);
+    errno = EEXIST;
+    return nullptr;
+  }
+  return p;
+}
+
+void* os_map_noreserve(std::size_t bytes) {
+  return mapped_or_null(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNoReserveFlags, -1, 0));
+}
+
+const void* os_map_file(int fd, std::size_t bytes) {
+  return mapped_or_null(mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0));
+}
+
+void os_unmap(void* start, std::size_t bytes) {
+  munmap(start, bytes);
+}
+
+void os_decommit(void* start, std::size_t bytes) {
+  madvise(start, bytes, MADV_DONTNEED);
+}
+
+std::size_t os_resident_bytes(const void* start, std::size_t bytes) {
+  constexpr std::size_t kChunkPages = 256;
+  unsigned char pages[kChunkPages];
+  std::size_t resident = 0;
+  auto address = reinterpret_cast<std::uintptr_t>(start);
+  for (std::size_t done = 0; done < bytes; done += kChunkPages * kPageSize) {
+    const std::size_t chunk =
+        bytes - done < kChunkPages * kPageSize ? bytes - done : kChunkPages * kPageSize;
+    if (mincore(reinterpret_cast<void*>(address + done), chunk, pages) != 0) return resident;
+    for (std::size_t i = 0; i < (chunk + kPageSize - 1) / kPageSize; ++i)
+      resident += (pages[i] & 1) * kPageSize;
+  }
+  return resident;
+}
+
+void os_futex_wait(std::atomic<int>& word, int expected) {
+  futex(word, FUTEX_WAIT, expected);
+}
+
+void os_futex_wake(std::atomic<int>& word, int waiters) {
+  futex(word, FUTEX_WAKE, waiters);
+}
+
+void os_yield() {
+  sched_yield();
+}
+
+bool os_membarrier_register() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+bool os_membarrier() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+int os_process_id() {
+  return static_cast<int>(getpid());
+}
+
+int os_thread_id() {
+  return static_cast<int>(gettid());
+}
+
+bool os_thread_exited(int pid, int tid) {
+  return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
+}
+
+// The system call: glibc's getcwd() falls back to code that allocates (an unreachable or very
+// long working directory). The kernel names an unreachable one "(unreachable)...".
+bool os_working_directory(char* path, std::size_t capacity) {
+  return syscall(SYS_getcwd, path, capacity) > 0 && path[0] == '/';
+}
+
+std::uint64_t mix_bits(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9u;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t os_random_bits() {
+  std::uint64_t bits = 0;
+  if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof bits))
+    return bits;
+  // No entropy yet (early boot): the 16 random bytes the kernel gave the process, which also
+  // seed glibc's stack and pointer guards, through a one-way combination with the clock and the
+  // stack's randomised address, so that bits read back (a free-block key) do not give them away.
+  std::uint64_t random[2] = {};
+  if (const auto at_random = getauxval(AT_RANDOM); at_random != 0)
+    std::memcpy(random, reinterpret_cast<const void*>(at_random), sizeof random);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const std::uint64_t clock = static_cast<std::uint64_t>(now.tv_sec) * 1000000000u +
+                              static_cast<std::uint64_t>(now.tv_nsec);
+  return mix_bits(random[0] ^ clock) ^ mix_bits(random[1] + reinterpret_cast<std::uintptr_t>(&now));
+}
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,85 @@
+// The OS layer: the allocator calls mmap, munmap, madvise, mincore, the futex, membarrier, the
+// CPU's spin pause and the other system calls below here and nowhere else in src/. (Files are
+// opened, read and written where the reports and the options need them.)
+//
+// One error convention: a call that can fail returns nullptr or false (a byte count: what it
+// counted before the failure) and leaves the reason in errno; a call whose failure leaves the
+// caller nothing to do returns nothing. None prints, aborts or allocates, and none restores
+// errno: a caller that must keep it (free() does) saves it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace poolalloc::internal {
+
+inline constexpr std::size_t kPageSize = 4096;
+
+// Memory.
+
+// Maps `bytes` of zero-filled read-write memory, for metadata.
+void* os_map(std::size_t bytes);
+
+// The region's mappings (MAP_NORESERVE: no swap is set aside). The first maps exactly at
+// `address`, never over an existing mapping: nullptr if the range is taken (EEXIST) or the
+// address space is exhausted (ENOMEM, also under RLIMIT_AS); the second where the kernel
+// chooses.
+void* os_map_noreserve_at(std::uintptr_t address, std::size_t bytes);
+void* os_map_noreserve(std::size_t bytes);
+
+// Maps `bytes` of the open file `fd` from its start, read-only and private.
+const void* os_map_file(int fd, std::size_t bytes);
+
+void os_unmap(void* start, std::size_t bytes);
+
+// Gives the pages of [start, start + bytes) back to the OS; they read as zeros afterwards.
+void os_decommit(void* start, std::size_t bytes);
+
+// Bytes of [start, start + bytes) resident in memory.
+std::size_t os_resident_bytes(const void* start, std::size_t bytes);
+
+// Threads.
+
+// Sleeps while `word` holds `expected` (returns at once if it does not), until a wake, or a
+// signal; the caller reads the word again either way. Private to this process.
+void os_futex_wait(std::atomic<int>& word, int expected);
+// Wakes up to `waiters` threads sleeping on `word`.
+void os_futex_wake(std::atomic<int>& word, int waiters);
+
+// In a spin loop: lets the other hyperthread of the core run while this one waits.
+inline void os_spin_pause() {
+  __builtin_ia32_pause();
+}
+
+// Gives the CPU to another thread that is ready to run.
+void os_yield();
+
+// membarrier(2). Registers this process for os_membarrier(), which puts a full memory barrier
+// in every running thread of the process, as if each had executed one where it stands (a thread
+// that is not running passes one when it is next scheduled). False where the kernel has no
+// membarrier, or the process is not registered (a child of fork() must register again).
+bool os_membarrier_register();
+bool os_membarrier();
+
+int os_process_id();
+int os_thread_id();
+
+// Whether thread `tid` of process `pid` has exited: tgkill with signal 0 fails with ESRCH only
+// once the task has exited.
+bool os_thread_exited(int pid, int tid);
+
+// The working directory into path[0, capacity), terminated; false if it has none, lies outside
+// this process's root or does not fit.
+bool os_working_directory(char* path, std::size_t capacity);
+
+// Randomness.
+
+// Random bits (getrandom, else the kernel's AT_RANDOM bytes mixed with the clock), without
+// allocating: for placing the region and for the free-block key.
+std::uint64_t os_random_bits();
+
+// splitmix64's finaliser: spreads every bit of x over the result.
+std::uint64_t mix_bits(std::uint64_t x);
+
+}  // namespace poolalloc::internal
