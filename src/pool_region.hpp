@@ -76,6 +76,10 @@ inline std::size_t span_index_of(const void* p) {
 inline Span& span_of(const void* p) {
   return g_region.spans[span_index_of(p)];
 }
+// The record of the span `index` spans from the region's base.
+inline Span& span_at(std::size_t index) {
+  return g_region.spans[index];
+}
 
 inline std::atomic_ref<std::uint32_t> carved_end_of(Span& span) {
   return std::atomic_ref<std::uint32_t>(span.carved_end);

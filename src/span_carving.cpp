@@ -115,7 +115,7 @@ Span* carve_span(unsigned cls) {
       span = list_pop(g_unused);
       g_retained_budget = std::min(g_retained_budget + 1, kMaxRetainedSpans);
     } else if (g_fresh_span < region_mapped_spans() || grow_for_fresh_span()) {
-      span = &g_region.spans[g_fresh_span++];
+      span = &span_at(g_fresh_span++);
     }
   }
   hand_back_all_to_os(to_hand_back);
@@ -219,7 +219,7 @@ std::size_t resident_bytes() {
   // Every span carved so far: those of a class, and the empty ones, which are retained (their
   // pages still resident) or were handed back (resident no more).
   for (std::size_t span = 0; span < fresh; ++span) {
-    resident += os_resident_bytes(span_start(g_region.spans[span]), kSpanSize);
+    resident += os_resident_bytes(span_start(span_at(span)), kSpanSize);
   }
   return resident;
 }
