@@ -13,6 +13,7 @@
 #include "poolalloc/poolalloc.h"
 #include "span_carving.hpp"
 #include "stats.hpp"
+#include "test_seed.hpp"
 #include "thread_cache.hpp"
 
 namespace {
@@ -41,13 +42,14 @@ bool intact(const Block& b) {
 TEST(CoreThreads, BlocksMoveBetweenThreadsIntact) {
   constexpr int kThreads = 4;
   constexpr int kRounds = 20000;
+  const std::uint64_t seed = poolalloc_test::test_seed(0);
   std::mutex mailbox_lock;
   std::vector<Block> mailbox;
   std::atomic<int> corrupted{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      std::mt19937 rng(t);
+      std::mt19937 rng(seed + t);
       std::vector<Block> mine;
       for (int i = 0; i < kRounds; ++i) {
         const std::size_t size = 1 + rng() % 2048;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <random>
 #include <thread>
 #include <vector>
@@ -20,11 +19,10 @@
 #include "malloc_test_util.hpp"
 #include "poolalloc/poolalloc.h"
 #include "rss_workloads.hpp"
+#include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
-
-constexpr uint64_t kSeed = 12;
 
 // Allocates and frees blocks of mixed sizes `ops` times, keeping up to 64 live; returns how
 // many blocks it found damaged.
@@ -66,18 +64,19 @@ uint64_t pooled_live() {
 // as stacks are reused, so counts taken around thread churn are compared within kRuntimeSlack
 // (the original allocator shows the same differences, of 1 or 2).
 constexpr uint64_t kRuntimeSlack = 4;
-uint64_t settled_live() {
+uint64_t settled_live(uint64_t seed) {
   for (int round = 0; round < 2; ++round) {
     std::vector<std::thread> threads;
-    for (int t = 0; t < 16; ++t) threads.emplace_back([t] { (void)churn(kSeed + 9000 + t, 100); });
+    for (int t = 0; t < 16; ++t)
+      threads.emplace_back([seed, t] { (void)churn(seed + 9000 + t, 100); });
     for (std::thread& thread : threads) thread.join();
   }
   return pooled_live();
 }
 
 TEST(DecayStress, ThreadsExitWhileDecayAndTrimRun) {
-  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
-  const uint64_t live_before = settled_live();
+  const uint64_t seed = poolalloc_test::test_seed(12);
+  const uint64_t live_before = settled_live(seed);
   std::atomic<int> damaged{0};
   std::atomic<bool> stop{false};
   std::thread trimmer([&] {
@@ -86,7 +85,7 @@ TEST(DecayStress, ThreadsExitWhileDecayAndTrimRun) {
   for (int wave = 0; wave < 16; ++wave) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 16; ++t)
-      threads.emplace_back([&, wave, t] { damaged += churn(kSeed + wave * 16 + t, 5000); });
+      threads.emplace_back([&, wave, t] { damaged += churn(seed + wave * 16 + t, 5000); });
     for (std::thread& thread : threads) thread.join();
   }
   stop = true;
@@ -97,7 +96,8 @@ TEST(DecayStress, ThreadsExitWhileDecayAndTrimRun) {
 }
 
 TEST(DecayStress, TrimFromManyThreadsAtOnce) {
-  const uint64_t live_before = settled_live();
+  const uint64_t seed = poolalloc_test::test_seed(12);
+  const uint64_t live_before = settled_live(seed);
   std::atomic<int> damaged{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> trimmers, workers;
@@ -106,7 +106,7 @@ TEST(DecayStress, TrimFromManyThreadsAtOnce) {
       while (!stop.load()) malloc_trim(0);
     });
   for (int t = 0; t < 4; ++t)
-    workers.emplace_back([&, t] { damaged += churn(kSeed + 1000 + t, 100000); });
+    workers.emplace_back([&, t] { damaged += churn(seed + 1000 + t, 100000); });
   for (std::thread& thread : workers) thread.join();
   stop = true;
   for (std::thread& thread : trimmers) thread.join();
@@ -116,6 +116,7 @@ TEST(DecayStress, TrimFromManyThreadsAtOnce) {
 }
 
 TEST(DecayStress, ForkWhileOtherThreadsTrimAndDecay) {
+  const uint64_t seed = poolalloc_test::test_seed(12);
   std::atomic<bool> stop{false};
   std::atomic<int> damaged{0};
   std::vector<std::thread> threads;
@@ -124,14 +125,14 @@ TEST(DecayStress, ForkWhileOtherThreadsTrimAndDecay) {
   });
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&, t] {
-      for (int round = 0; !stop.load(); ++round) damaged += churn(kSeed + 2000 + t + round, 2000);
+      for (int round = 0; !stop.load(); ++round) damaged += churn(seed + 2000 + t + round, 2000);
     });
   int failed_children = 0;
   for (int i = 0; i < 50; ++i) {
     const pid_t child = fork();
     if (child == 0) {
       // The child has one thread: it allocates, trims and exits, which needs every lock free.
-      const int child_damaged = churn(kSeed + 3000 + i, 2000);
+      const int child_damaged = churn(seed + 3000 + i, 2000);
       malloc_trim(0);
       _exit(child_damaged == 0 ? 0 : 1);
     }
@@ -149,13 +150,15 @@ TEST(DecayStress, ForkWhileOtherThreadsTrimAndDecay) {
 // Statistics read while decay moves blocks between caches, stacks and spans come out exact once
 // the threads are done: nothing is lost or counted twice on the way.
 TEST(DecayStress, StatisticsExactAfterDecay) {
-  const uint64_t live_before = settled_live();
+  const uint64_t seed = poolalloc_test::test_seed(12);
+  const uint64_t live_before = settled_live(seed);
   std::atomic<bool> stop{false};
   std::thread reader([&] {
     while (!stop.load()) (void)pooled_live();
   });
   std::vector<std::thread> workers;
-  for (int t = 0; t < 4; ++t) workers.emplace_back([t] { (void)churn(kSeed + 4000 + t, 100000); });
+  for (int t = 0; t < 4; ++t)
+    workers.emplace_back([seed, t] { (void)churn(seed + 4000 + t, 100000); });
   for (std::thread& thread : workers) thread.join();
   stop = true;
   reader.join();

@@ -13,6 +13,7 @@
 
 #include "malloc_test_util.hpp"
 #include "rss_workloads.hpp"
+#include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
@@ -70,10 +71,9 @@ size_t burst_freed_in_random_order(size_t bytes, uint64_t seed) {
 
 TEST(DecayRss, RandomOrderFreesFallToTheLiveSet) {
   constexpr size_t kBurst = size_t{128} << 20;
-  constexpr uint64_t kSeed = 4;
-  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const uint64_t seed = poolalloc_test::test_seed(4);
   const size_t before = resident_bytes();
-  const size_t peak = burst_freed_in_random_order(kBurst, kSeed);
+  const size_t peak = burst_freed_in_random_order(kBurst, seed);
   const size_t freed = resident_bytes();
   ASSERT_GT(peak, before + kBurst / 2) << "the blocks were not touched; the test measures nothing";
   double took = 0;
@@ -86,8 +86,7 @@ TEST(DecayRss, RandomOrderFreesFallToTheLiveSet) {
 }
 
 TEST(DecayRss, IdleThreadsCachesDecay) {
-  constexpr uint64_t kSeed = 8;
-  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const uint64_t seed = poolalloc_test::test_seed(8);
   const size_t before = resident_bytes();
   size_t idle = 0, after = 0;
   double took = 0;
@@ -95,7 +94,7 @@ TEST(DecayRss, IdleThreadsCachesDecay) {
   // driven by the main thread's slow paths alone. Before it could reach other threads' caches,
   // it stopped at 80 MiB: the idle threads kept their last round.
   constexpr size_t kBound = 16 * kMiB;
-  const size_t last_round = run_idle_workers(64, 4, 256, kSeed, [&](size_t) {
+  const size_t last_round = run_idle_workers(64, 4, 256, seed, [&](size_t) {
     idle = resident_bytes();
     after = work_until_rss_below(before + kBound, took);
   });

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
+#include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
@@ -64,8 +65,8 @@ bool check_and_free(const Block& b) {
 // also allocates and frees a private working set.
 class Ring {
  public:
-  Ring(int threads, int blocks_per_thread)
-      : threads_(threads), per_thread_(blocks_per_thread), inbox_(threads) {}
+  Ring(int threads, int blocks_per_thread, uint64_t seed)
+      : threads_(threads), per_thread_(blocks_per_thread), seed_(seed), inbox_(threads) {}
 
   void run() {
     std::vector<std::thread> workers;
@@ -80,7 +81,7 @@ class Ring {
   static constexpr size_t kWorkingSet = 32;
 
   void work(int self) {
-    std::mt19937_64 rng(static_cast<uint64_t>(self) * 7919 + 1);
+    std::mt19937_64 rng(seed_ + static_cast<uint64_t>(self) * 7919);
     const int next = (self + 1) % threads_;
     std::vector<Block> own(kWorkingSet);
     int sent = 0;
@@ -121,6 +122,7 @@ class Ring {
 
   const int threads_;
   const int per_thread_;
+  const uint64_t seed_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::deque<Block>> inbox_;
@@ -131,7 +133,7 @@ class CrossThreadRing : public testing::TestWithParam<int> {};
 
 TEST_P(CrossThreadRing, BlocksSurviveTheTripAndAreFreedByTheReceiver) {
   const int threads = GetParam();
-  Ring ring(threads, 48000 / threads);
+  Ring ring(threads, 48000 / threads, poolalloc_test::test_seed(1));
   ring.run();
   EXPECT_EQ(ring.damaged(), 0);
 }
@@ -148,8 +150,9 @@ TEST(FreeOnlyThreads, BlocksTheyFreeAreReused) {
   constexpr size_t kBlocksPerThread = 16384;  // 8 x 16384 x ~272 B: about 34 MiB a round
   std::atomic<int> damaged{0};
   size_t baseline = 0;
+  const uint64_t seed = poolalloc_test::test_seed(0);
   for (int round = 0; round < kRounds; ++round) {
-    std::mt19937_64 rng(round);
+    std::mt19937_64 rng(seed + round);
     std::vector<std::vector<Block>> batches(kThreads);
     for (auto& batch : batches) {
       for (size_t i = 0; i < kBlocksPerThread; ++i) {

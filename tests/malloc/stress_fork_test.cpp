@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
+#include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
@@ -77,10 +78,10 @@ int fork_and_wait() {
 // Threads that allocate and free until told to stop.
 class BusyAllocators {
  public:
-  explicit BusyAllocators(int count) {
+  BusyAllocators(int count, uint64_t seed) {
     for (int i = 0; i < count; ++i) {
-      threads_.emplace_back([this, i] {
-        std::mt19937_64 rng(i);
+      threads_.emplace_back([this, i, seed] {
+        std::mt19937_64 rng(seed + i);
         void* slots[64] = {};
         while (!stop_.load(std::memory_order_relaxed)) {
           void*& slot = slots[rng() % 64];
@@ -106,13 +107,13 @@ class BusyAllocators {
 };
 
 TEST(Fork, FromMainThreadWhileOthersAllocate) {
-  BusyAllocators busy(4);
+  BusyAllocators busy(4, poolalloc_test::test_seed(0));
   for (int i = 0; i < 60; ++i) ASSERT_TRUE(ExitedCleanly(fork_and_wait())) << "fork #" << i;
   EXPECT_GT(busy.iterations(), 0u);
 }
 
 TEST(Fork, FromAWorkerThreadWhileOthersAllocate) {
-  BusyAllocators busy(4);
+  BusyAllocators busy(4, poolalloc_test::test_seed(0));
   std::vector<int> statuses;
   std::thread forker([&statuses] {
     for (int i = 0; i < 60; ++i) {
@@ -146,7 +147,7 @@ void fork_from_handler(int) {
   errno = saved_errno;
 }
 
-[[noreturn]] void allocate_while_handler_forks() {
+[[noreturn]] void allocate_while_handler_forks(uint64_t seed) {
   alarm(20);  // the watchdog: default action terminates with SIGALRM
   struct sigaction action {};
   action.sa_handler = fork_from_handler;
@@ -156,7 +157,7 @@ void fork_from_handler(int) {
   // SIGPROF every 200 us of CPU time: it lands inside malloc and free often.
   itimerval timer{{0, 200}, {0, 200}};
   setitimer(ITIMER_PROF, &timer, nullptr);
-  std::mt19937_64 rng(1);
+  std::mt19937_64 rng(seed);
   void* slots[256] = {};
   while (g_forks.load() < 200) {
     void*& slot = slots[rng() % 256];
@@ -172,7 +173,8 @@ void fork_from_handler(int) {
 TEST(ForkDeathTest, FromASignalHandlerInterruptingMalloc) {
   // The threadsafe style re-executes the test binary, so the child is single-threaded.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(allocate_while_handler_forks(), ::testing::ExitedWithCode(0), "");
+  const uint64_t seed = poolalloc_test::test_seed(1);
+  EXPECT_EXIT(allocate_while_handler_forks(seed), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 //
 // The same source is built twice: against libpoolalloc.so (stress_random_test) and against
 // libpoolalloc-debug.so (stress_random_debug_test, in tests/debug). Each run is bounded by a
-// number of operations and a few seconds, whichever comes first. PA_TEST_SEED=<n>
-// chooses the seed (the interleaving of the threads still differs from run to run).
+// number of operations and a few seconds, whichever comes first. The seed is fixed;
+// PA_TEST_SEED=<n> chooses another (the interleaving of the threads still differs from run to
+// run).
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -26,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
+#include "test_seed.hpp"
 
 namespace {
 
@@ -265,16 +267,8 @@ class RandomStress {
   std::string first_error_;
 };
 
-std::uint64_t test_seed() {
-  if (const char* text = std::getenv("PA_TEST_SEED")) return std::stoull(text);
-  return std::random_device{}();
-}
-
 TEST(RandomStress, EightThreadsWithCrossThreadFreesKeepEveryBlockIntact) {
-  const std::uint64_t seed = test_seed();
-  RecordProperty("seed", std::to_string(seed));
-  std::printf("seed %llu (rerun with PA_TEST_SEED=%llu)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
+  const std::uint64_t seed = poolalloc_test::test_seed(1);
   RandomStress stress(seed);
   stress.run();
   std::printf("%llu operations\n", static_cast<unsigned long long>(stress.operations()));

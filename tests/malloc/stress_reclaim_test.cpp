@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
+#include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
@@ -37,8 +38,8 @@ uint64_t pattern(unsigned worker, const void* block, size_t word) {
 // One worker: rounds of a random number of blocks (so that its bins fill, overflow and run
 // empty) of sizes from three classes, freed in a random order after a check of every word.
 // Returns how many blocks were found overwritten.
-uint64_t work(unsigned worker) {
-  std::mt19937_64 rng(worker * 7919 + 1);
+uint64_t work(unsigned worker, uint64_t seed) {
+  std::mt19937_64 rng(seed + worker * 7919);
   std::vector<Held> held;
   uint64_t damaged = 0;
   for (unsigned round = 0; round < kRounds; ++round) {
@@ -71,12 +72,13 @@ uint64_t work(unsigned worker) {
 }
 
 uint64_t run_workers_while(void (*reclaim)()) {
+  const uint64_t seed = poolalloc_test::test_seed(1);
   std::atomic<uint64_t> damaged{0};
   std::atomic<unsigned> running{kWorkers};
   std::vector<std::thread> workers;
   for (unsigned worker = 0; worker < kWorkers; ++worker)
     workers.emplace_back([&, worker] {
-      damaged += work(worker);
+      damaged += work(worker, seed);
       running.fetch_sub(1);
     });
   while (running.load() != 0) reclaim();

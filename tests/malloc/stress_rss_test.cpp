@@ -12,22 +12,23 @@
 
 #include "malloc_test_util.hpp"
 #include "rss_workloads.hpp"
+#include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
 
 constexpr size_t kGiB = size_t{1} << 30;
 
-// Allocates `total` bytes in blocks of 64 B to 1 KiB, writes one word in each (which touches
-// every page, as the blocks are packed), then frees them in an order unlike the allocation
-// order. Returns the resident set measured while everything was live.
-size_t allocate_touch_and_free(size_t total) {
+// Allocates `total` bytes in blocks of 64 B to 1 KiB (sizes drawn from `seed`), writes one word
+// in each (which touches every page, as the blocks are packed), then frees them in an order
+// unlike the allocation order. Returns the resident set measured while everything was live.
+size_t allocate_touch_and_free(size_t total, uint64_t seed) {
   constexpr size_t kMinSize = 64;
   constexpr size_t kMaxSize = 1024;
   PointerArray blocks(total / kMinSize);
   EXPECT_NE(blocks.data(), nullptr);
   if (blocks.data() == nullptr) return 0;
-  std::mt19937_64 rng(42);
+  std::mt19937_64 rng(seed);
   size_t count = 0;
   for (size_t allocated = 0; allocated < total; ++count) {
     const size_t size = kMinSize + rng() % (kMaxSize - kMinSize + 1);
@@ -55,8 +56,9 @@ size_t allocate_touch_and_free(size_t total) {
 }
 
 TEST(ResidentSet, FallsBackAfterFreeAndTrim) {
+  const uint64_t seed = poolalloc_test::test_seed(42);
   const size_t before = resident_bytes();
-  const size_t peak = allocate_touch_and_free(kGiB);
+  const size_t peak = allocate_touch_and_free(kGiB, seed);
   EXPECT_GT(peak, before + kGiB / 2) << "the blocks were not touched; the test measures nothing";
   const int released = malloc_trim(0);
   EXPECT_TRUE(released == 0 || released == 1);
@@ -67,8 +69,9 @@ TEST(ResidentSet, FallsBackAfterFreeAndTrim) {
 }
 
 TEST(ResidentSet, FallsBackAfterFreeWithoutTrim) {
+  const uint64_t seed = poolalloc_test::test_seed(42);
   const size_t before = resident_bytes();
-  const size_t peak = allocate_touch_and_free(kGiB);
+  const size_t peak = allocate_touch_and_free(kGiB, seed);
   EXPECT_GT(peak, before + kGiB / 2) << "the blocks were not touched; the test measures nothing";
   const size_t after = resident_bytes();
   EXPECT_LT(after, before + 64 * kMiB)
@@ -78,9 +81,10 @@ TEST(ResidentSet, FallsBackAfterFreeWithoutTrim) {
 
 // The memory given back can be allocated again: a second round reaches about the same peak.
 TEST(ResidentSet, SecondRoundReusesTheMemory) {
+  const uint64_t seed = poolalloc_test::test_seed(42);
   const size_t before = resident_bytes();
-  const size_t first_peak = allocate_touch_and_free(kGiB / 4);
-  const size_t second_peak = allocate_touch_and_free(kGiB / 4);
+  const size_t first_peak = allocate_touch_and_free(kGiB / 4, seed);
+  const size_t second_peak = allocate_touch_and_free(kGiB / 4, seed);
   EXPECT_LT(second_peak, first_peak + 32 * kMiB)
       << "peaks " << first_peak / kMiB << " and " << second_peak / kMiB << " MiB (from "
       << before / kMiB << " MiB)";

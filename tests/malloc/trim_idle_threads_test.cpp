@@ -17,19 +17,19 @@
 #include "malloc_test_util.hpp"
 #include "poolalloc/poolalloc.h"
 #include "rss_workloads.hpp"
+#include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
 
 constexpr unsigned kThreads = 64;
-constexpr uint64_t kSeed = 8;
 
 TEST(TrimIdleThreads, ReachesOtherThreadsCaches) {
+  const uint64_t seed = poolalloc_test::test_seed(8);
   const size_t before = resident_bytes();
   size_t after = 0;
-  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
   size_t idle = 0;
-  const size_t last_round = run_idle_workers(kThreads, 4, 256, kSeed, [&](size_t) {
+  const size_t last_round = run_idle_workers(kThreads, 4, 256, seed, [&](size_t) {
     idle = resident_bytes();
     malloc_trim(0);
     after = resident_bytes();

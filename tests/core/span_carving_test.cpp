@@ -1,0 +1,218 @@
+// Span carving: spans of the region handed to size classes, and empty spans taken back, kept
+// with their pages up to the retention budget (8 MiB at first, one span more each time a span
+// whose pages went back to the OS is carved again, at most 64 MiB) and the others' pages handed
+// back to the OS.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "os_memory.hpp"
+#include "pool_region.hpp"
+#include "size_classes.hpp"
+#include "span_carving.hpp"
+
+namespace {
+
+using namespace poolalloc::internal;
+
+constexpr std::size_t kMinBudgetSpans = (std::size_t{8} << 20) / kSpanSize;
+constexpr std::size_t kMaxBudgetSpans = (std::size_t{64} << 20) / kSpanSize;
+
+bool resident(const Span& span) {
+  return resident_bytes_of(span_start(span), kSpanSize) != 0;
+}
+
+void touch(const Span& span, unsigned char value) {
+  *reinterpret_cast<volatile unsigned char*>(span_start(span)) = value;
+}
+
+unsigned char first_byte(const Span& span) {
+  return *reinterpret_cast<volatile unsigned char*>(span_start(span));
+}
+
+// Each test starts with no span retained, none in the list of spans handed back to the OS and the
+// budget at its minimum, and holds carved spans of its own to hand back. Getting there: a trim
+// hands the retained spans back to the OS; carving more spans than the region has mapped then
+// takes every span handed back (which grows the budget), and a second trim resets the budget.
+class SpanCarving : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    release_retained_spans();
+    const std::size_t spans = std::max(region_mapped_spans() + 1, kMaxBudgetSpans + 128);
+    while (held_.size() < spans) {
+      Span* span = carve_span(class_of(64));
+      ASSERT_NE(span, nullptr) << "the region cannot grow";
+      held_.push_back(span);
+    }
+    ASSERT_EQ(release_retained_spans(), 0u);
+  }
+  void TearDown() override {
+    for (Span* span : held_) release_span(*span);
+    release_retained_spans();
+  }
+
+  // `count` of the held spans, which the test then owns.
+  std::vector<Span*> take(std::size_t count) {
+    std::vector<Span*> spans(held_.end() - static_cast<std::ptrdiff_t>(count), held_.end());
+    held_.resize(held_.size() - count);
+    return spans;
+  }
+  void hold(Span* span) { held_.push_back(span); }
+
+ private:
+  std::vector<Span*> held_;
+};
+
+TEST_F(SpanCarving, ACarvedSpanServesItsClassFromItsFirstByte) {
+  const unsigned cls = class_of(48);
+  const std::size_t carved = carved_bytes();
+  Span* span = carve_span(cls);
+  ASSERT_NE(span, nullptr);
+  hold(span);
+  EXPECT_EQ(carved_bytes(), carved + kSpanSize);
+  EXPECT_EQ(g_region.span_class_plus_one[span_index_of(*span)], cls + 1);
+  EXPECT_EQ(span->blocks.base(), span_start(*span));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(span_start(*span)) % kSpanSize, 0u);
+  EXPECT_EQ(span->blocks.block_size(), 48u);
+  EXPECT_EQ(span->blocks.block_count(), kSpanSize / 48);
+  EXPECT_EQ(span->blocks.used_count(), 0u);
+  EXPECT_EQ(carved_end_of(*span).load(), 0u);
+  EXPECT_EQ(span->next, nullptr);
+  EXPECT_EQ(span->prev, nullptr);
+}
+
+TEST_F(SpanCarving, ASpansBlocksAreHandedOutInAddressOrderUntilItIsFull) {
+  Span* span = carve_span(class_of(48));
+  ASSERT_NE(span, nullptr);
+  hold(span);
+  for (std::size_t i = 0; i < kSpanSize / 48; ++i)
+    ASSERT_EQ(span->blocks.allocate(), span_start(*span) + i * 48) << i;
+  EXPECT_TRUE(span->blocks.full());
+  EXPECT_EQ(span->blocks.allocate(), nullptr);
+}
+
+TEST_F(SpanCarving, EmptySpansAreRetainedUpToTheBudgetAndTheOthersHandedBackToTheOs) {
+  const std::vector<Span*> spans = take(kMinBudgetSpans + 3);
+  for (Span* span : spans) touch(*span, 1);
+  const std::size_t carved = carved_bytes();
+  for (Span* span : spans) release_span(*span);
+  EXPECT_EQ(carved_bytes(), carved - spans.size() * kSpanSize);
+  EXPECT_EQ(retained_bytes(), kMinBudgetSpans * kSpanSize);
+  // The first ones released filled the budget; the last three went back to the OS.
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    EXPECT_EQ(resident(*spans[i]), i < kMinBudgetSpans) << i;
+}
+
+TEST_F(SpanCarving, ARetainedSpanIsCarvedAgainForAnyClassWithItsPages) {
+  Span* span = take(1).front();
+  touch(*span, 0x5a);
+  release_span(*span);
+  ASSERT_EQ(retained_bytes(), kSpanSize);
+  const unsigned cls = class_of(4096);
+  Span* again = carve_span(cls);
+  ASSERT_NE(again, nullptr);
+  hold(again);
+  EXPECT_EQ(again, span);
+  EXPECT_EQ(retained_bytes(), 0u);
+  EXPECT_EQ(g_region.span_class_plus_one[span_index_of(*again)], cls + 1);
+  EXPECT_EQ(again->blocks.block_size(), 4096u);
+  EXPECT_EQ(again->blocks.block_count(), kSpanSize / 4096);
+  EXPECT_EQ(again->blocks.used_count(), 0u);
+  EXPECT_EQ(first_byte(*again), 0x5a) << "a retained span keeps its pages";
+}
+
+TEST_F(SpanCarving, ASpanHandedBackToTheOsComesBackZeroedAndGrowsTheBudgetByOne) {
+  std::vector<Span*> spans = take(kMinBudgetSpans + 1);
+  for (Span* span : spans) touch(*span, 0x5a);
+  for (Span* span : spans) release_span(*span);
+  Span* const handed_back = spans.back();
+  ASSERT_FALSE(resident(*handed_back));
+  // The retained ones first, then the one handed back.
+  for (Span*& span : spans) {
+    span = carve_span(class_of(64));
+    ASSERT_NE(span, nullptr);
+  }
+  EXPECT_EQ(spans.back(), handed_back);
+  EXPECT_EQ(first_byte(*handed_back), 0u);
+  spans.push_back(take(1).front());
+  for (Span* span : spans) release_span(*span);
+  EXPECT_EQ(retained_bytes(), (kMinBudgetSpans + 1) * kSpanSize);
+}
+
+TEST_F(SpanCarving, TheBudgetGrowsToAtMost64MiB) {
+  std::vector<Span*> spans = take(kMaxBudgetSpans + 64);
+  for (Span* span : spans) release_span(*span);
+  ASSERT_EQ(retained_bytes(), kMinBudgetSpans * kSpanSize);
+  // Each of the spans handed back that is carved again grows the budget: 64 + 512 spans.
+  for (Span*& span : spans) {
+    span = carve_span(class_of(64));
+    ASSERT_NE(span, nullptr);
+  }
+  for (Span* span : spans) release_span(*span);
+  EXPECT_EQ(retained_bytes(), kMaxBudgetSpans * kSpanSize);
+}
+
+TEST_F(SpanCarving, TrimHandsBackEveryRetainedSpanAndResetsTheBudget) {
+  // The budget grows by one, as in the test above, and the spans fill it.
+  std::vector<Span*> spans = take(kMinBudgetSpans + 1);
+  for (Span* span : spans) release_span(*span);
+  for (Span*& span : spans) span = carve_span(class_of(64));
+  ASSERT_EQ(std::count(spans.begin(), spans.end(), nullptr), 0);
+  for (Span* span : spans) touch(*span, 1);
+  for (Span* span : spans) release_span(*span);
+  ASSERT_EQ(retained_bytes(), (kMinBudgetSpans + 1) * kSpanSize);
+
+  EXPECT_EQ(release_retained_spans(), (kMinBudgetSpans + 1) * kSpanSize);
+  EXPECT_EQ(retained_bytes(), 0u);
+  EXPECT_EQ(std::count_if(spans.begin(), spans.end(), [](Span* span) { return resident(*span); }),
+            0);
+  // Spans that were never handed back leave the budget as trim set it.
+  for (Span* span : take(kMinBudgetSpans + 1)) release_span(*span);
+  EXPECT_EQ(retained_bytes(), kMinBudgetSpans * kSpanSize);
+}
+
+TEST_F(SpanCarving, DecayHandsBackTheRetainedSpansThatNoCarveTookSinceItsLastStep) {
+  for (Span* span : take(10)) release_span(*span);
+  // Retained since the trim of SetUp, the last step: none had the period to go unused.
+  decay_retained_spans();
+  EXPECT_EQ(retained_bytes(), 10 * kSpanSize);
+  // Three are carved again and two more released: seven went unused for the whole period.
+  std::vector<Span*> carved;
+  for (int i = 0; i < 3; ++i) carved.push_back(carve_span(class_of(64)));
+  ASSERT_EQ(std::count(carved.begin(), carved.end(), nullptr), 0);
+  for (Span* span : take(2)) release_span(*span);
+  ASSERT_EQ(retained_bytes(), 9 * kSpanSize);
+  decay_retained_spans();
+  EXPECT_EQ(retained_bytes(), 2 * kSpanSize);
+  decay_retained_spans();
+  EXPECT_EQ(retained_bytes(), 0u);
+  for (Span* span : carved) hold(span);
+}
+
+// Blocks of 10240 bytes: block 0 ends within page 2, block 1 starts within it. Of each, the
+// pages that lie wholly past its first 16 bytes (its link and its free mark) go back to the OS.
+TEST_F(SpanCarving, ReleasingAFreeBlocksPagesKeepsThePagesThatHoldItsHeaderAndItsEnds) {
+  const unsigned cls = class_of(10240);
+  ASSERT_EQ(class_size(cls), 10240u);
+  Span* span = carve_span(cls);
+  ASSERT_NE(span, nullptr);
+  hold(span);
+  std::byte* const start = span_start(*span);
+  std::memset(start, 0x5a, 2 * 10240);
+  ASSERT_EQ(resident_bytes_of(start, kSpanSize), 5 * kPageSize);
+
+  release_block_pages(start, 10240);  // page 1
+  EXPECT_EQ(resident_bytes_of(start, kSpanSize), 4 * kPageSize);
+  release_block_pages(start + 10240, 10240);  // pages 3 and 4
+  EXPECT_EQ(resident_bytes_of(start, kSpanSize), 2 * kPageSize);
+  EXPECT_EQ(resident_bytes_of(start, kPageSize), kPageSize);
+  EXPECT_EQ(resident_bytes_of(start + 2 * kPageSize, kPageSize), kPageSize);
+  const unsigned char header[16] = {0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+                                    0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a};
+  EXPECT_EQ(std::memcmp(start, header, sizeof header), 0);
+  EXPECT_EQ(std::memcmp(start + 10240, header, sizeof header), 0);
+}
+
+}  // namespace

@@ -1,0 +1,263 @@
+// Thread caches: per thread and class a bin of free blocks, bounded by a limit that starts at a
+// sixteenth of the bin's capacity (at least 2) and doubles with traffic up to the capacity, a
+// batch (central_lists.hpp). An empty bin refills with half its limit; a full one at its capacity
+// gives its older half to the central lists. Each test runs on a thread of its own, whose cache
+// starts with every bin empty at its initial limit.
+#include <gtest/gtest.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <semaphore>
+#include <thread>
+#include <vector>
+
+#include "allocator.hpp"
+#include "central_lists.hpp"
+#include "decay.hpp"
+#include "free_block_marks.hpp"
+#include "size_classes.hpp"
+#include "thread_cache.hpp"
+
+namespace {
+
+using namespace poolalloc::internal;
+
+// Blocks of 1 KiB: a bin holds at most 32, and starts holding 2.
+constexpr std::size_t kSize = 1024;
+constexpr std::uint32_t kCapacity = 32;
+constexpr std::uint32_t kInitialLimit = 2;
+
+template <class Body>
+void on_a_new_thread(Body body) {
+  std::thread(body).join();
+}
+
+CacheBin& bin_of(std::size_t size) {
+  return t_cache->bin_of_class(class_of(size));
+}
+
+// Blocks of the class outside the central lists: in thread caches or in the program's hands.
+std::uint64_t outside_central(unsigned cls) {
+  const ClassCounters counters = class_counters(cls);
+  return counters.blocks_out - counters.stacked;
+}
+
+// Whether reclaim_caches() can take blocks from other threads' bins: membarrier(2) orders them,
+// and ThreadSanitizer, which cannot see that order, is not watching.
+bool caches_can_be_reclaimed() {
+#if defined(__SANITIZE_THREAD__)
+  return false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return false;
+#endif
+#endif
+  const long commands = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  return commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0;
+}
+
+TEST(ThreadCache, AThreadHasACacheFromItsFirstAllocationToItsExit) {
+  const std::uint64_t live = live_thread_caches();
+  on_a_new_thread([&] {
+    EXPECT_EQ(t_cache, &g_empty_cache);
+    EXPECT_EQ(live_thread_caches(), live);
+    void* block = allocate(kSize);
+    EXPECT_NE(t_cache, &g_empty_cache);
+    EXPECT_EQ(live_thread_caches(), live + 1);
+    deallocate(block);
+  });
+  EXPECT_EQ(live_thread_caches(), live);
+}
+
+TEST(ThreadCache, AnEmptyBinRefillsWithHalfItsLimitAndDoublesItUpToItsCapacity) {
+  ASSERT_EQ(bin_capacity(class_of(kSize)), kCapacity);
+  on_a_new_thread([] {
+    const unsigned cls = class_of(kSize);
+    std::vector<void*> held;
+    std::uint32_t limit = kInitialLimit;
+    for (const std::uint32_t next_limit : {4u, 8u, 16u, 32u, 32u}) {
+      const std::uint64_t outside = outside_central(cls);
+      held.push_back(allocate(kSize));  // the bin is empty
+      const std::uint32_t refill = limit / 2;
+      EXPECT_EQ(outside_central(cls), outside + refill) << "limit " << limit;
+      EXPECT_EQ(bin_of(kSize).count(), refill - 1) << "limit " << limit;
+      EXPECT_EQ(bin_of(kSize).limit(), next_limit) << "limit " << limit;
+      while (bin_of(kSize).count() != 0) held.push_back(allocate(kSize));
+      EXPECT_EQ(outside_central(cls), outside + refill) << "the bin served the rest";
+      limit = next_limit;
+    }
+    EXPECT_EQ(held.size(), 1u + 2 + 4 + 8 + 16);
+    for (void* block : held) deallocate(block);
+  });
+}
+
+// The program holds 64 blocks that did not pass through this thread's cache and frees them: the
+// bin grows at 2, 4, 8 and 16 blocks, and at 32, its capacity, gives its older 16 away.
+TEST(ThreadCache, AFullBinGrowsBelowItsCapacityAndGivesItsOlderHalfAwayAtIt) {
+  on_a_new_thread([] {
+    const unsigned cls = class_of(kSize);
+    deallocate(allocate(64));  // the thread's cache, its bin of kSize empty at its first limit
+    ASSERT_EQ(bin_of(kSize).limit(), kInitialLimit);
+    std::vector<void*> held(64);
+    ASSERT_EQ(take_blocks(cls, held.data(), 64), 64u);
+    for (void* block : held) clear_mark(block);  // handed out, as a refill does
+    int grew = 0;
+    int gave = 0;
+    for (void* block : held) {
+      const std::uint32_t count = bin_of(kSize).count();
+      const std::uint32_t limit = bin_of(kSize).limit();
+      const std::uint64_t outside = outside_central(cls);
+      const std::vector<void*> older(bin_of(kSize).bottom_slot(),
+                                     bin_of(kSize).bottom_slot() + count / 2);
+      deallocate(block);
+      if (count < limit) {
+        EXPECT_EQ(bin_of(kSize).count(), count + 1);
+        EXPECT_EQ(outside_central(cls), outside);
+      } else if (limit < kCapacity) {
+        ++grew;
+        EXPECT_EQ(bin_of(kSize).limit(), 2 * limit);
+        EXPECT_EQ(bin_of(kSize).count(), count + 1);
+        EXPECT_EQ(outside_central(cls), outside);
+      } else {
+        ++gave;
+        EXPECT_EQ(bin_of(kSize).count(), count / 2 + 1);
+        EXPECT_EQ(outside_central(cls), outside - count / 2);
+        // The central stack's top holds what the bin gave: its older half, in order.
+        std::vector<void*> given(count / 2);
+        ASSERT_EQ(take_blocks(cls, given.data(), count / 2), count / 2);
+        EXPECT_EQ(given, older);
+        give_blocks(cls, given.data(), count / 2);
+      }
+    }
+    EXPECT_EQ(grew, 4);
+    EXPECT_EQ(gave, 2);
+    EXPECT_EQ(bin_of(kSize).count(), kCapacity);
+  });
+}
+
+TEST(ThreadCache, FlushThreadCacheEmptiesEveryBinIntoTheCentralLists) {
+  on_a_new_thread([] {
+    constexpr std::size_t kSizes[] = {64, kSize, 8192};
+    for (const std::size_t size : kSizes) {
+      std::vector<void*> held(10);
+      for (void*& block : held) block = allocate(size);
+      for (void* block : held) deallocate(block);
+    }
+    std::uint32_t cached[3];
+    std::uint64_t outside[3];
+    ClassUsage usage[3];
+    for (int i = 0; i < 3; ++i) {
+      cached[i] = bin_of(kSizes[i]).count();
+      ASSERT_NE(cached[i], 0u) << kSizes[i];
+      outside[i] = outside_central(class_of(kSizes[i]));
+      usage[i] = class_usage(class_of(kSizes[i]));
+    }
+    flush_thread_cache();
+    for (int i = 0; i < 3; ++i) {
+      const unsigned cls = class_of(kSizes[i]);
+      EXPECT_EQ(bin_of(kSizes[i]).count(), 0u) << kSizes[i];
+      EXPECT_EQ(outside_central(cls), outside[i] - cached[i]) << kSizes[i];
+      EXPECT_EQ(class_usage(cls).cached, usage[i].cached - cached[i]) << kSizes[i];
+      EXPECT_EQ(class_usage(cls).requests, usage[i].requests) << kSizes[i];
+    }
+  });
+}
+
+TEST(ThreadCache, ClassUsageCountsEachAllocationOnceAndEachCachedBlock) {
+  const unsigned cls = class_of(64);
+  const ClassUsage before = class_usage(cls);
+  on_a_new_thread([&] {
+    std::vector<void*> held(100);
+    for (void*& block : held) block = allocate(64);  // refills and pops alike
+    EXPECT_EQ(class_usage(cls).requests, before.requests + 100);
+    EXPECT_EQ(class_usage(cls).cached, before.cached + bin_of(64).count());
+    for (void* block : held) deallocate(block);
+    EXPECT_EQ(class_usage(cls).requests, before.requests + 100);
+    EXPECT_EQ(class_usage(cls).cached, before.cached + bin_of(64).count());
+  });
+  // The exited thread's requests stay counted; its cached blocks went to the central lists.
+  EXPECT_EQ(class_usage(cls).requests, before.requests + 100);
+  EXPECT_EQ(class_usage(cls).cached, before.cached);
+}
+
+TEST(ThreadCache, AnExitingThreadGivesItsCachedBlocksToTheCentralLists) {
+  const unsigned cls = class_of(kSize);
+  const std::uint64_t outside = outside_central(cls);
+  std::uint32_t cached = 0;
+  on_a_new_thread([&] {
+    std::vector<void*> held(10);
+    for (void*& block : held) block = allocate(kSize);
+    for (void* block : held) deallocate(block);
+    cached = bin_of(kSize).count();
+    EXPECT_EQ(outside_central(cls), outside + cached);
+  });
+  EXPECT_NE(cached, 0u);
+  EXPECT_EQ(outside_central(cls), outside);
+}
+
+// A thread that fills a bin of `kSize` blocks and waits, its cache idle, until the test lets it
+// go on; then it allocates once more, which finds whatever the test left in its bin.
+class ParkedThread {
+ public:
+  ParkedThread()
+      : thread_([this] {
+          std::vector<void*> held(20);
+          for (void*& block : held) block = allocate(kSize);
+          for (void* block : held) deallocate(block);
+          cached_ = bin_of(kSize).count();
+          parked_.release();
+          go_on_.acquire();
+          // A bin that was reclaimed from moves back to its home at its owner's next slow path.
+          void* block = allocate(kSize);
+          EXPECT_NE(block, nullptr);
+          EXPECT_EQ(bin_of(kSize).bottom_slot(), t_cache->home_of_class(class_of(kSize)));
+          deallocate(block);
+        }) {
+    parked_.acquire();
+  }
+  ~ParkedThread() {
+    go_on_.release();
+    thread_.join();
+  }
+  ParkedThread(const ParkedThread&) = delete;
+  ParkedThread& operator=(const ParkedThread&) = delete;
+
+  // Blocks in the bin when it parked.
+  [[nodiscard]] std::uint32_t cached() const { return cached_; }
+
+ private:
+  std::binary_semaphore parked_{0};
+  std::binary_semaphore go_on_{0};
+  std::uint32_t cached_ = 0;
+  std::thread thread_;
+};
+
+TEST(ThreadCache, ReclaimTakesTheBlocksOfAnotherThreadsBinsIntoTheSpans) {
+  const unsigned cls = class_of(kSize);
+  const ParkedThread parked;
+  ASSERT_NE(parked.cached(), 0u);
+  const ClassUsage usage = class_usage(cls);
+  const ClassCounters counters = class_counters(cls);
+  reclaim_caches(Reclaim::kAll);
+  const std::uint32_t taken = caches_can_be_reclaimed() ? parked.cached() : 0;
+  EXPECT_EQ(class_usage(cls).cached, usage.cached - taken);
+  EXPECT_EQ(class_counters(cls).blocks_out, counters.blocks_out - taken);
+  EXPECT_EQ(class_counters(cls).stacked, counters.stacked) << "into the spans, past the stack";
+}
+
+TEST(ThreadCache, AnIdleReclaimTakesOnlyFromCachesThatRanNoSlowPathSinceTheLastFlushRequest) {
+  const unsigned cls = class_of(kSize);
+  const ParkedThread parked;
+  ASSERT_NE(parked.cached(), 0u);
+  const std::uint64_t cached = class_usage(cls).cached;
+  reclaim_caches(Reclaim::kIdle);
+  EXPECT_EQ(class_usage(cls).cached, cached) << "the cache ran its slow paths this period";
+  request_cache_flush();
+  reclaim_caches(Reclaim::kIdle);
+  const std::uint32_t taken = caches_can_be_reclaimed() ? parked.cached() : 0;
+  EXPECT_EQ(class_usage(cls).cached, cached - taken);
+}
+
+}  // namespace
