@@ -21,18 +21,6 @@ namespace poolalloc::internal {
 constinit ThreadCache g_empty_cache;
 constinit __thread ThreadCache* t_cache = &g_empty_cache;
 
-// A cache's bins and their slots, which ThreadCache keeps from all but these slow paths.
-struct CacheBins {
-  static CacheBin& of(ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
-  static const CacheBin& of(const ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
-  // Where the bin of class `cls` keeps its blocks when nothing was reclaimed from it.
-  static void** home(const ThreadCache& cache, unsigned cls) {
-    return cache.slots_ + kSlotOffsets[cls];
-  }
-  static void** slots(const ThreadCache& cache) { return cache.slots_; }
-  static void attach_slots(ThreadCache& cache, void** slots) { cache.slots_ = slots; }
-};
-
 namespace {
 
 // A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
@@ -54,14 +42,6 @@ std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
 pthread_key_t g_exit_key;
 
-// Bins start small and grow with traffic (as tcmalloc's do): a refill takes half the limit and
-// a bin that runs empty or overflows doubles its limit, up to its capacity. A thread that
-// allocates a few blocks of a class then holds a few, not a batch carved for it, and what an
-// idle thread's bins keep (which nothing but their owner can take) stays small. Decay shrinks
-// them again. Only the owner reads or writes `limit`; count <= limit always.
-constexpr std::uint32_t initial_limit(unsigned cls) {
-  return std::max<std::uint32_t>(2, bin_capacity(cls) / 16);
-}
 void grow(unsigned cls, CacheBin& bin) {
   bin.set_limit(std::min(bin_capacity(cls), bin.limit() * 2));
 }
@@ -87,7 +67,7 @@ ThreadCache* new_cache() {
     bin.bottom.store(CacheBins::home(*cache, cls), std::memory_order_relaxed);
     bin.set_count(0);
     bin.set_limit(initial_limit(cls));
-    bin.requests = 0;
+    bin.requests.store(0, std::memory_order_relaxed);
   }
   cache->reclaimed = false;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
@@ -114,7 +94,7 @@ void unlink_live(ThreadCache* cache) {
 // Under the registry lock: a cache off the live list, flushed, joins the recycled ones.
 void recycle(ThreadCache* cache) {
   for (unsigned cls = 0; cls < kClassCount; ++cls)
-    g_exited_requests[cls] += CacheBins::of(*cache, cls).requests;
+    g_exited_requests[cls] += CacheBins::of(*cache, cls).requests.load(std::memory_order_relaxed);
   list_push(g_recycled, *cache);
 }
 
@@ -279,7 +259,7 @@ void* refill_and_allocate(unsigned cls) {
       grow(cls, bin);
       if (bin.count() == 0) return nullptr;
     }
-    ++bin.requests;
+    bin.count_request();
     bin.set_count(bin.count() - 1);
     block = *bin.top_slot();
   }
@@ -424,7 +404,7 @@ ClassUsage class_usage(unsigned cls) {
   ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     const CacheBin& bin = CacheBins::of(*cache, cls);
-    usage.requests += bin.requests;
+    usage.requests += bin.requests.load(std::memory_order_relaxed);
     usage.cached += bin.count();
   }
   return usage;
@@ -449,7 +429,8 @@ void unlock_thread_caches_after_fork(bool in_child) {
       if (&cache == t_cache) return;
       unlink_live(&cache);
       for (unsigned cls = 0; cls < kClassCount; ++cls)
-        g_exited_requests[cls] += CacheBins::of(cache, cls).requests;
+        g_exited_requests[cls] +=
+            CacheBins::of(cache, cls).requests.load(std::memory_order_relaxed);
     });
   }
   g_registry_lock.unlock_after_fork(in_child);

@@ -33,7 +33,13 @@ struct alignas(32) CacheBin {
   std::atomic<void**> bottom{nullptr};  // the bin's home, or above it once blocks were
                                         // reclaimed; all nullptr in the empty cache, so that
                                         // both fast paths are slow
-  std::uint64_t requests = 0;           // allocations served from this bin (statistics)
+  // Allocations served from this bin (statistics). Atomic because the statistics read it while
+  // the owner counts on: a relaxed load and store, which cost malloc 2 instructions over an
+  // `addq` to memory, where a plain counter would be a data race.
+  std::atomic<std::uint64_t> requests{0};
+  void count_request() {
+    requests.store(requests.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   void** top_slot() const { return top.load(std::memory_order_relaxed); }
   void** bottom_slot() const { return bottom.load(std::memory_order_relaxed); }
@@ -59,6 +65,15 @@ static_assert(sizeof(CacheBin) == 32, "the fast path indexes bins with a shift")
 constexpr std::uint32_t bin_capacity(unsigned cls) {
   const std::uint32_t floor = std::min<std::uint32_t>(128, 128 * 1024 / class_size(cls));
   return std::max(batch_size(cls), floor);
+}
+
+// Bins start small and grow with traffic (as tcmalloc's do): a refill takes half the limit and
+// a bin that runs empty or overflows doubles its limit, up to its capacity. A thread that
+// allocates a few blocks of a class then holds a few, not a batch carved for it, and what an
+// idle thread's bins keep stays small. Decay shrinks them again. Only the owner reads or writes
+// `limit`; count <= limit always.
+constexpr std::uint32_t initial_limit(unsigned cls) {
+  return std::max<std::uint32_t>(2, bin_capacity(cls) / 16);
 }
 
 // Where each class's slots start in a cache's slot array, and how many there are in all.
@@ -87,7 +102,7 @@ class ThreadCache {
       bin->top.store(top, std::memory_order_relaxed);
       return nullptr;
     }
-    bin->requests += 1;
+    bin->count_request();
     void* block = top[-1];
     clear_mark(block);
     return block;
@@ -110,7 +125,7 @@ class ThreadCache {
   }
 
  private:
-  // The slow paths of thread_cache.cpp, which alone reach the bins and their slots.
+  // The slow paths of thread_cache.cpp alone reach the bins and their slots.
   friend struct CacheBins;
   // First, so that the fast path finds the bin of class cls at t_cache + 32 * cls.
   CacheBin bins_[kClassCount];
@@ -138,6 +153,19 @@ class ThreadCache {
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
+};
+
+// A cache's bins and their slots, which ThreadCache keeps from all but the slow paths of
+// thread_cache.cpp and the thread cache's unit tests.
+struct CacheBins {
+  static CacheBin& of(ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
+  static const CacheBin& of(const ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
+  // Where the bin of class `cls` keeps its blocks when nothing was reclaimed from it.
+  static void** home(const ThreadCache& cache, unsigned cls) {
+    return cache.slots_ + kSlotOffsets[cls];
+  }
+  static void** slots(const ThreadCache& cache) { return cache.slots_; }
+  static void attach_slots(ThreadCache& cache, void** slots) { cache.slots_ = slots; }
 };
 
 // What t_cache points to before a thread's first allocation and after its exit: all bins

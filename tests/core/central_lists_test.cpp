@@ -11,7 +11,7 @@
 #include "allocator.hpp"
 #include "central_lists.hpp"
 #include "free_block_marks.hpp"
-#include "os_memory.hpp"
+#include "os.hpp"
 #include "pool_region.hpp"
 #include "size_classes.hpp"
 #include "span_carving.hpp"
@@ -84,8 +84,8 @@ TEST_F(CentralLists, TheCarvedEndFollowsTheBumpIndexButNotTheFreeList) {
   ASSERT_EQ(take_blocks(cls_, blocks, 3), 3u);
   Span& span = span_of(blocks[0]);
   EXPECT_EQ(carved_end_of(span).load(), 3 * kSize);
-  EXPECT_TRUE(is_handed_out_block(region_offset(blocks[2]), cls_ + 1));
-  EXPECT_FALSE(is_handed_out_block(region_offset(blocks[2]) + kSize, cls_ + 1));
+  EXPECT_TRUE(decode_handed_out_block(blocks[2]).handed_out);
+  EXPECT_FALSE(decode_handed_out_block(as_bytes(blocks[2]) + kSize).handed_out);
   ASSERT_EQ(take_blocks(cls_, blocks + 3, 2), 2u);
   EXPECT_EQ(carved_end_of(span).load(), 5 * kSize);
   return_blocks_to_spans(cls_, &blocks[1], 1);
@@ -99,17 +99,17 @@ TEST_F(CentralLists, ASpanGoesBackToSpanCarvingWhenItsLastBlockReturns) {
   const std::size_t carved = carved_bytes();
   void* blocks[kPerSpan];
   ASSERT_EQ(take_blocks(cls_, blocks, kPerSpan), kPerSpan);
-  const std::size_t span = span_index_of(blocks[0]);
+  const void* const first = blocks[0];
   return_blocks_to_spans(cls_, blocks, kPerSpan - 1);
   EXPECT_EQ(class_counters(cls_).blocks_out, 1u);
   EXPECT_EQ(class_counters(cls_).spans, 1u);
   EXPECT_EQ(carved_bytes(), carved + kSpanSize);
-  EXPECT_EQ(g_region.span_class_plus_one[span], cls_ + 1);
+  EXPECT_EQ(span_class_of(first), cls_);
   return_blocks_to_spans(cls_, &blocks[kPerSpan - 1], 1);
   EXPECT_EQ(class_counters(cls_).blocks_out, 0u);
   EXPECT_EQ(class_counters(cls_).spans, 0u);
   EXPECT_EQ(carved_bytes(), carved);
-  EXPECT_EQ(g_region.span_class_plus_one[span], 0u);
+  EXPECT_EQ(span_class_of(first), kClassCount);
 }
 
 TEST_F(CentralLists, AFullSpanServesAgainOnceABlockReturns) {
@@ -249,10 +249,10 @@ TEST(CentralListsPurge, AFreeBlockOfASpanInUseKeepsOnlyThePageOfItsHeader) {
   return_blocks_to_spans(cls, &blocks[1], 1);
   return_blocks_to_spans(cls, &blocks[3], 1);
   purge_free_blocks();
-  EXPECT_EQ(resident_bytes_of(blocks[0], 32768), 32768u);
-  EXPECT_EQ(resident_bytes_of(blocks[1], 32768), kPageSize);
-  EXPECT_EQ(resident_bytes_of(blocks[2], 32768), 32768u);
-  EXPECT_EQ(resident_bytes_of(blocks[3], 32768), kPageSize);
+  EXPECT_EQ(os_resident_bytes(blocks[0], 32768), 32768u);
+  EXPECT_EQ(os_resident_bytes(blocks[1], 32768), kPageSize);
+  EXPECT_EQ(os_resident_bytes(blocks[2], 32768), 32768u);
+  EXPECT_EQ(os_resident_bytes(blocks[3], 32768), kPageSize);
   EXPECT_TRUE(is_marked_free(blocks[1]));
   EXPECT_TRUE(is_marked_free(blocks[3]));
   return_blocks_to_spans(cls, &blocks[0], 1);

@@ -1,6 +1,7 @@
 // Pointer decoding in the pool region: which pointers are the region's (region_owns), which of
 // those start a whole block of their span's class (class_of_block), and which of those malloc
-// handed out, below the span's carved end (is_handed_out_block, handed_out_class_of). The spans
+// handed out, below the span's carved end (decode_handed_out_block, and the report of
+// handed_out_class_or_report). The spans
 // are carved for each test and handed back at its end; the carved end is set as the central
 // lists set it when their bump index moves.
 #include <gtest/gtest.h>
@@ -38,7 +39,7 @@ class CarvedSpan {
 };
 
 bool handed_out(const void* p) {
-  return is_handed_out_block(region_offset(p), g_region.span_class_plus_one[span_index_of(p)]);
+  return decode_handed_out_block(p).handed_out;
 }
 
 TEST(Region, OwnsExactlyTheBytesItHasMapped) {
@@ -135,7 +136,7 @@ TEST(Region, ASpanThatServesNoClassHoldsNoBlock) {
     ASSERT_TRUE(handed_out(start));
   }
   ASSERT_TRUE(region_owns(start));
-  EXPECT_EQ(g_region.span_class_plus_one[span_index_of(start)], 0u);
+  EXPECT_EQ(span_class_of(start), kClassCount);
   EXPECT_EQ(class_of_block(start), kClassCount);
   EXPECT_FALSE(handed_out(start));
   EXPECT_FALSE(handed_out(start + 64));
@@ -148,9 +149,9 @@ TEST(RegionDeathTest, ABlockStartPastTheCarvedEndIsReportedAsNeverHandedOut) {
   const CarvedSpan span(cls);
   ASSERT_TRUE(span.carved());
   span.carve_blocks(2, cls);
-  EXPECT_EQ(handed_out_class_of(span.at(128), "free"), cls);
-  EXPECT_DEATH(handed_out_class_of(span.at(2 * 128), "free"), "never-used range");
-  EXPECT_DEATH(handed_out_class_of(span.at(128 + 16), "free"), "16 bytes into the 128-byte block");
+  EXPECT_EQ(handed_out_class_or_report(span.at(128), "free"), cls);
+  EXPECT_DEATH(handed_out_class_or_report(span.at(2 * 128), "free"), "never-used range");
+  EXPECT_DEATH(handed_out_class_or_report(span.at(128 + 16), "free"), "16 bytes into the 128-byte block");
 }
 
 }  // namespace

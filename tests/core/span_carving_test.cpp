@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "os_memory.hpp"
+#include "os.hpp"
 #include "pool_region.hpp"
 #include "size_classes.hpp"
 #include "span_carving.hpp"
@@ -21,7 +21,7 @@ constexpr std::size_t kMinBudgetSpans = (std::size_t{8} << 20) / kSpanSize;
 constexpr std::size_t kMaxBudgetSpans = (std::size_t{64} << 20) / kSpanSize;
 
 bool resident(const Span& span) {
-  return resident_bytes_of(span_start(span), kSpanSize) != 0;
+  return os_resident_bytes(span_start(span), kSpanSize) != 0;
 }
 
 void touch(const Span& span, unsigned char value) {
@@ -72,7 +72,7 @@ TEST_F(SpanCarving, ACarvedSpanServesItsClassFromItsFirstByte) {
   ASSERT_NE(span, nullptr);
   hold(span);
   EXPECT_EQ(carved_bytes(), carved + kSpanSize);
-  EXPECT_EQ(g_region.span_class_plus_one[span_index_of(*span)], cls + 1);
+  EXPECT_EQ(span_class_of(span_start(*span)), cls);
   EXPECT_EQ(span->blocks.base(), span_start(*span));
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(span_start(*span)) % kSpanSize, 0u);
   EXPECT_EQ(span->blocks.block_size(), 48u);
@@ -116,7 +116,7 @@ TEST_F(SpanCarving, ARetainedSpanIsCarvedAgainForAnyClassWithItsPages) {
   hold(again);
   EXPECT_EQ(again, span);
   EXPECT_EQ(retained_bytes(), 0u);
-  EXPECT_EQ(g_region.span_class_plus_one[span_index_of(*again)], cls + 1);
+  EXPECT_EQ(span_class_of(span_start(*again)), cls);
   EXPECT_EQ(again->blocks.block_size(), 4096u);
   EXPECT_EQ(again->blocks.block_count(), kSpanSize / 4096);
   EXPECT_EQ(again->blocks.used_count(), 0u);
@@ -201,14 +201,14 @@ TEST_F(SpanCarving, ReleasingAFreeBlocksPagesKeepsThePagesThatHoldItsHeaderAndIt
   hold(span);
   std::byte* const start = span_start(*span);
   std::memset(start, 0x5a, 2 * 10240);
-  ASSERT_EQ(resident_bytes_of(start, kSpanSize), 5 * kPageSize);
+  ASSERT_EQ(os_resident_bytes(start, kSpanSize), 5 * kPageSize);
 
   release_block_pages(start, 10240);  // page 1
-  EXPECT_EQ(resident_bytes_of(start, kSpanSize), 4 * kPageSize);
+  EXPECT_EQ(os_resident_bytes(start, kSpanSize), 4 * kPageSize);
   release_block_pages(start + 10240, 10240);  // pages 3 and 4
-  EXPECT_EQ(resident_bytes_of(start, kSpanSize), 2 * kPageSize);
-  EXPECT_EQ(resident_bytes_of(start, kPageSize), kPageSize);
-  EXPECT_EQ(resident_bytes_of(start + 2 * kPageSize, kPageSize), kPageSize);
+  EXPECT_EQ(os_resident_bytes(start, kSpanSize), 2 * kPageSize);
+  EXPECT_EQ(os_resident_bytes(start, kPageSize), kPageSize);
+  EXPECT_EQ(os_resident_bytes(start + 2 * kPageSize, kPageSize), kPageSize);
   const unsigned char header[16] = {0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
                                     0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a};
   EXPECT_EQ(std::memcmp(start, header, sizeof header), 0);
