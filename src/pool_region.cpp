@@ -17,10 +17,14 @@ constexpr std::size_t round_up(std::size_t n, std::size_t unit) {
 // legacy bottom-up layout's start (42.7 TiB, with `ulimit -s unlimited`), and above the brk
 // heap of a non-PIE program. Each of a few tries has a place of its own. ThreadSanitizer keeps
 // its shadow memory there and aborts on a mapping inside it, so its builds (the core tests) take
-// a place in its low application range, [64 GiB, 512 GiB), instead.
+// a place in its low application range, [64 GiB, 512 GiB), instead. AddressSanitizer's shadow
+// covers [2 TiB, 16 TiB): its builds take [17 TiB, 40 TiB), or a third of the tries would fail.
 #if defined(__SANITIZE_THREAD__)
 constexpr std::uintptr_t kPlaceLow = std::uintptr_t{64} << 30;
 constexpr std::uintptr_t kPlaceHigh = std::uintptr_t{512} << 30;
+#elif defined(__SANITIZE_ADDRESS__)
+constexpr std::uintptr_t kPlaceLow = std::uintptr_t{17} << 40;
+constexpr std::uintptr_t kPlaceHigh = std::uintptr_t{40} << 40;
 #else
 constexpr std::uintptr_t kPlaceLow = std::uintptr_t{2} << 40;
 constexpr std::uintptr_t kPlaceHigh = std::uintptr_t{40} << 40;
