@@ -40,6 +40,8 @@ Lock g_reclaim_lock;                // first in the lock order (lock.hpp): one r
 Lock g_registry_lock;               // second in the lock order, never held with the central locks
 ThreadCache* g_live = nullptr;      // caches of running threads
 ThreadCache* g_recycled = nullptr;  // caches of exited threads, ready for new ones
+// Of the recycled caches, how many kept their slot pages (ThreadCache::slot_pages_kept).
+std::size_t g_recycled_with_slot_pages = 0;
 std::uint64_t g_live_count = 0;
 std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
@@ -60,6 +62,11 @@ void grow(unsigned cls, CacheBin& bin) {
 // nullptr when no memory could be had, or, without waiting, while the registry is held for
 // fork(): the thread then goes uncached for now and tries again on its next slow path.
 ThreadCache* new_cache() {
+  // Two system calls (glibc 2.36 caches neither), made before the registry lock rather than
+  // under it: a program that starts and ends threads at a high rate (mimalloc-bench's mleak)
+  // otherwise has them wait for each other's calls, and sleep on the futex.
+  const int pid = static_cast<int>(getpid());
+  const int tid = static_cast<int>(gettid());
   TryLockGuard guard(g_registry_lock);
   if (!guard.locked()) return nullptr;
   if (g_recycled == nullptr) {
@@ -76,6 +83,10 @@ ThreadCache* new_cache() {
   }
   ThreadCache* cache = g_recycled;
   g_recycled = cache->next;
+  if (cache->slot_pages_kept) {
+    cache->slot_pages_kept = false;
+    --g_recycled_with_slot_pages;
+  }
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     CacheBin& bin = cache->bin_of_class(cls);
     bin.bottom.store(cache->home_of_class(cls), std::memory_order_relaxed);
@@ -86,8 +97,8 @@ ThreadCache* new_cache() {
   cache->reclaimed = false;
   cache->prev = nullptr;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
-  cache->owner_pid = static_cast<int>(getpid());
-  cache->owner_tid = static_cast<int>(gettid());
+  cache->owner_pid = pid;
+  cache->owner_tid = tid;
   cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
@@ -126,10 +137,29 @@ void release_slot_pages(ThreadCache* cache) {
   if (start < end) release_pages(reinterpret_cast<void*>(start), end - start);
 }
 
+// The recycled caches that keep their slot pages, at most: those of the threads that exited
+// last, which the next threads to start take first (g_recycled is a stack). Giving the pages
+// back at every exit costs a madvise (its TLB shootdown reaches every CPU the process runs on)
+// and, in the next thread to take the cache, a page fault per page touched again: with
+// mimalloc-bench's mleak (10 threads at a time, one calloc each) that was 1 fault and 1
+// madvise more per thread than glibc. 16 caches keep at most 16 x 47 KiB, usually a page or
+// two each; decay and malloc_trim give them back (release_recycled_slot_pages).
+constexpr std::size_t kRecycledWithSlotPages = 16;
+
 void retire_cache(ThreadCache* cache) {
+  {
+    LockGuard guard(g_registry_lock);
+    unlink_live(cache);
+    if (g_recycled_with_slot_pages < kRecycledWithSlotPages) {
+      ++g_recycled_with_slot_pages;
+      cache->slot_pages_kept = true;
+      recycle(cache);
+      return;
+    }
+  }
+  // Off both lists meanwhile, so no new thread takes the cache while its pages go.
   release_slot_pages(cache);
   LockGuard guard(g_registry_lock);
-  unlink_live(cache);
   recycle(cache);
 }
 
@@ -361,6 +391,20 @@ void reap_dead_caches() {
     dead = next;
   }
   errno = saved_errno;
+}
+
+// Under the registry lock, which keeps the recycled caches from new owners (madvise is one of
+// the calls a critical section may make, lock.hpp).
+void release_recycled_slot_pages() {
+  TryLockGuard guard(g_registry_lock);
+  if (!guard.locked()) return;  // held for fork(): nothing to give back now
+  for (ThreadCache* cache = g_recycled; cache != nullptr && g_recycled_with_slot_pages != 0;
+       cache = cache->next) {
+    if (!cache->slot_pages_kept) continue;
+    release_slot_pages(cache);
+    cache->slot_pages_kept = false;
+    --g_recycled_with_slot_pages;
+  }
 }
 
 // Reclaiming another thread's bin without stopping its owner. The owner's pop (fast_path.hpp)
