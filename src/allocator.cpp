@@ -74,6 +74,7 @@ bool trim(std::size_t pad) {
   // next slow path.
   request_cache_flush();
   reap_dead_caches();
+  release_recycled_slot_pages();
   reclaim_caches(Reclaim::kAll);
   empty_central_stacks();
   purge_free_blocks();

@@ -13,6 +13,7 @@
 #include "pool_region.hpp"
 #include "span_carving.hpp"
 #include "stats.hpp"
+#include "system_forwarding.hpp"
 #include "thread_cache.hpp"
 
 namespace poolalloc::internal {
@@ -87,6 +88,9 @@ void start_up(bool debug_build) {
     g_options_read = read_options();
     if (ready) g_pooled_limit = g_options.max_pooled;
   }
+  // glibc's thresholds behind the pools (system_forwarding.cpp); where the pools are
+  // unavailable glibc serves everything, and its own rule suits it.
+  if (ready) take_over_system_thresholds();
   report_options(debug_build);
 }
 

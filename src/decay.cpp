@@ -34,6 +34,7 @@ void decay_if_due() {
     return;
   if (due == 0) return;
   reap_dead_caches();
+  release_recycled_slot_pages();
   reclaim_caches(Reclaim::kIdle);
   empty_central_stacks();
   purge_free_blocks();

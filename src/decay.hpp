@@ -5,6 +5,7 @@
 // - the caches of threads that ran no slow path during the whole last period (idle, or gone
 //   without their exit flush) give their blocks back into the spans (thread_cache.cpp says how
 //   another thread can take them without stopping their owner);
+// - the recycled caches of exited threads give back the slot pages they kept (thread_cache.cpp);
 // - the central stacks go back into their spans: blocks that cycle between caches and stacks
 //   would otherwise keep the live set spread over every span the program ever touched (a burst
 //   freed in random order leaves the stacked blocks pinning thousands of spans);

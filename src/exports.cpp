@@ -11,6 +11,7 @@
 #include "bootstrap.hpp"
 #include "heap.hpp"
 #include "poolalloc/poolalloc.h"
+#include "system_forwarding.hpp"
 
 #define POOLALLOC_EXPORT extern "C" __attribute__((visibility("default")))
 #define CALLER __builtin_return_address(0)
@@ -127,6 +128,12 @@ POOLALLOC_EXPORT std::size_t malloc_usable_size(void* p) {
 
 POOLALLOC_EXPORT int malloc_trim(std::size_t pad) {
   return Heap::trim(pad) ? 1 : 0;
+}
+
+// glibc's, which serves the requests the pools do not; poolalloc sets two of its parameters
+// itself until the program sets one (system_forwarding.cpp).
+POOLALLOC_EXPORT int mallopt(int param, int value) {
+  return system_mallopt(param, value);
 }
 
 POOLALLOC_EXPORT void malloc_stats() {

@@ -17,6 +17,7 @@ void* __libc_calloc(std::size_t count, std::size_t size);
 void* __libc_realloc(void* p, std::size_t size);
 void* __libc_memalign(std::size_t alignment, std::size_t size);
 void __libc_free(void* p);
+int __libc_mallopt(int param, int value);
 }
 
 namespace poolalloc::internal {
@@ -27,8 +28,27 @@ struct alignas(64) SystemCounters {
 };
 inline constinit SystemCounters g_system_counters;
 
-// Counts the requests the system allocator served (a failed one is no request served).
+// glibc's heap thresholds, which poolalloc sets itself (system_forwarding.cpp says why): the
+// request size up to which glibc serves from its heaps rather than with mmap, or SIZE_MAX
+// while glibc's own dynamic thresholds are in force (before start-up, when the environment or
+// the program set them, or when the pools are unavailable).
+inline constinit std::atomic<std::size_t> g_system_mmap_threshold{SIZE_MAX};
+
+// Raises the thresholds after a request of `size` bytes beyond the mmap threshold.
+void raise_system_thresholds(std::size_t size);
+
+// At start-up, with the pools available: poolalloc sets glibc's thresholds from now on, unless
+// the environment sets them (GLIBC_TUNABLES, MALLOC_*_).
+void take_over_system_thresholds();
+
+// mallopt: a program that sets one of the thresholds itself keeps it.
+int system_mallopt(int param, int value);
+
+// Counts the requests the system allocator served (a failed one is no request served), and
+// raises glibc's thresholds as glibc itself would (system_forwarding.cpp).
 inline void* counted(void* block, std::size_t size) {
+  if (size > g_system_mmap_threshold.load(std::memory_order_relaxed)) [[unlikely]]
+    raise_system_thresholds(size);
   if (block != nullptr) {
     g_system_counters.requests.fetch_add(1, std::memory_order_relaxed);
     g_system_counters.bytes.fetch_add(size, std::memory_order_relaxed);
@@ -47,7 +67,10 @@ inline void* system_memalign(std::size_t alignment, std::size_t size) {
   return counted(__libc_memalign(alignment, size), size);
 }
 inline void* system_realloc(void* p, std::size_t size) {
-  return __libc_realloc(p, size);
+  void* block = __libc_realloc(p, size);
+  if (size > g_system_mmap_threshold.load(std::memory_order_relaxed)) [[unlikely]]
+    raise_system_thresholds(size);
+  return block;
 }
 inline void system_free(void* p) {
   __libc_free(p);

@@ -28,7 +28,7 @@ namespace {
 constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
-// followed by its bins' slots, about 100 KiB of address space of which a thread touches only
+// followed by its bins' slots, about 64 KiB of address space of which a thread touches only
 // the pages of the classes it uses, as far as their bins grew.
 constexpr std::size_t kCachesPerMapping = 8;
 constexpr std::size_t kCacheStride = (sizeof(ThreadCache) + kSlotCount * sizeof(void*) + 63) & ~63;
@@ -37,6 +37,8 @@ Lock g_reclaim_lock;                // first in the lock order (lock.hpp): one r
 Lock g_registry_lock;               // second in the lock order, never held with the central locks
 ThreadCache* g_live = nullptr;      // caches of running threads
 ThreadCache* g_recycled = nullptr;  // caches of exited threads, ready for new ones
+// Of the recycled caches, how many kept their slot pages (ThreadCache::slot_pages_kept).
+std::size_t g_recycled_with_slot_pages = 0;
 std::uint64_t g_live_count = 0;
 std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
@@ -49,6 +51,11 @@ void grow(unsigned cls, CacheBin& bin) {
 // nullptr when no memory could be had, or, without waiting, while the registry is held for
 // fork(): the thread then goes uncached for now and tries again on its next slow path.
 ThreadCache* new_cache() {
+  // Two system calls (glibc 2.36 caches neither), made before the registry lock rather than
+  // under it: a program that starts and ends threads at a high rate (mimalloc-bench's mleak)
+  // otherwise has them wait for each other's calls, and sleep on the futex.
+  const int pid = os_process_id();
+  const int tid = os_thread_id();
   TryLockGuard guard(g_registry_lock);
   if (!guard.locked()) return nullptr;
   if (g_recycled == nullptr) {
@@ -62,6 +69,10 @@ ThreadCache* new_cache() {
     }
   }
   ThreadCache* cache = list_pop(g_recycled);
+  if (cache->slot_pages_kept) {
+    cache->slot_pages_kept = false;
+    --g_recycled_with_slot_pages;
+  }
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     CacheBin& bin = CacheBins::of(*cache, cls);
     bin.bottom.store(CacheBins::home(*cache, cls), std::memory_order_relaxed);
@@ -71,8 +82,8 @@ ThreadCache* new_cache() {
   }
   cache->reclaimed = false;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
-  cache->owner_pid = os_process_id();
-  cache->owner_tid = os_thread_id();
+  cache->owner_pid = pid;
+  cache->owner_tid = tid;
   cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
@@ -107,10 +118,29 @@ void release_slot_pages(ThreadCache* cache) {
   if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
 }
 
+// The recycled caches that keep their slot pages, at most: those of the threads that exited
+// last, which the next threads to start take first (g_recycled is a stack). Giving the pages
+// back at every exit costs a madvise (its TLB shootdown reaches every CPU the process runs on)
+// and, in the next thread to take the cache, a page fault per page touched again: with
+// mimalloc-bench's mleak (10 threads at a time, one calloc each) that was 1 fault and 1
+// madvise more per thread than glibc. 16 caches keep at most 16 x 63 KiB, usually a page or
+// two each; decay and malloc_trim give them back (release_recycled_slot_pages).
+constexpr std::size_t kRecycledWithSlotPages = 16;
+
 void retire_cache(ThreadCache* cache) {
+  {
+    LockGuard guard(g_registry_lock);
+    unlink_live(cache);
+    if (g_recycled_with_slot_pages < kRecycledWithSlotPages) {
+      ++g_recycled_with_slot_pages;
+      cache->slot_pages_kept = true;
+      recycle(cache);
+      return;
+    }
+  }
+  // Off both lists meanwhile, so no new thread takes the cache while its pages go.
   release_slot_pages(cache);
   LockGuard guard(g_registry_lock);
-  unlink_live(cache);
   recycle(cache);
 }
 
@@ -330,6 +360,20 @@ void reap_dead_caches() {
     if (guard.locked()) recycle(cache);
   }
   errno = saved_errno;
+}
+
+// Under the registry lock, which keeps the recycled caches from new owners (madvise is one of
+// the calls a critical section may make, lock.hpp).
+void release_recycled_slot_pages() {
+  TryLockGuard guard(g_registry_lock);
+  if (!guard.locked()) return;  // held for fork(): nothing to give back now
+  for (ThreadCache* cache = g_recycled; cache != nullptr && g_recycled_with_slot_pages != 0;
+       cache = cache->next) {
+    if (!cache->slot_pages_kept) continue;
+    release_slot_pages(cache);
+    cache->slot_pages_kept = false;
+    --g_recycled_with_slot_pages;
+  }
 }
 
 // Reclaiming another thread's bin without stopping its owner. The owner's pop (ThreadCache::pop)

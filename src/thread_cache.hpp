@@ -150,6 +150,9 @@ class ThreadCache {
   std::atomic<std::uint32_t> flush_epoch{0};
   std::uint32_t clock_countdown = 0;
   std::uint8_t draining[kClassCount] = {};
+  // Under the registry lock, in a recycled cache: its slot pages were not given back when its
+  // thread exited (thread_cache.cpp, retire_cache).
+  bool slot_pages_kept = false;
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
@@ -198,6 +201,10 @@ void reclaim_caches(Reclaim which);
 // exit flush (a thread whose first allocation came in the last round of pthread key
 // destructors, after which glibc calls ours no more).
 void reap_dead_caches();
+
+// Decay and malloc_trim: the recycled caches of exited threads that kept their slot pages give
+// them back.
+void release_recycled_slot_pages();
 
 // Sets up thread-exit handling; called once during initialisation.
 void init_thread_caches();
