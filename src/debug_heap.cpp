@@ -382,8 +382,11 @@ void free_locked(const DeferredOperation& operation) {
 
 // Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX. While g_lock
 // is held for fork(), the free waits in the log, its checks made when it is replayed.
+// free() preserves errno: a free that waits for g_lock sleeps on its futex, which fails with
+// EINTR or EAGAIN, and a report in report mode writes (os.hpp: the caller keeps errno).
 void free_checked(void* p, std::size_t expected_size, const void* site) {
   if (p == nullptr) return;
+  const int saved_errno = errno;
   DeferredOperation operation;
   operation.is_free = true;
   operation.record.address = reinterpret_cast<std::uintptr_t>(p);
@@ -392,6 +395,7 @@ void free_checked(void* p, std::size_t expected_size, const void* site) {
   // Should no memory be had for the log, the block is leaked, unchecked.
   with_heap([&] { free_locked(operation); },
             [&] { static_cast<void>(g_deferred.append(operation)); });
+  errno = saved_errno;
 }
 
 // At exit: the guards of every live block and the fill of every quarantined one, then the

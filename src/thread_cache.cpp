@@ -42,6 +42,9 @@ std::size_t g_recycled_with_slot_pages = 0;
 std::uint64_t g_live_count = 0;
 std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
+// In a child of fork(): the blocks left in the bins of the parent's other threads, which no
+// thread will take again. They were freed: the statistics count them as cached, not live.
+std::uint64_t g_abandoned[kClassCount] = {};
 pthread_key_t g_exit_key;
 
 void grow(unsigned cls, CacheBin& bin) {
@@ -445,7 +448,7 @@ void reclaim_caches(Reclaim which) {
 
 ClassUsage class_usage(unsigned cls) {
   TryLockGuard guard(g_registry_lock);
-  ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), 0};
+  ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), g_abandoned[cls]};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
     const CacheBin& bin = CacheBins::of(*cache, cls);
     usage.requests += bin.requests.load(std::memory_order_relaxed);
@@ -466,15 +469,22 @@ void lock_thread_caches_for_fork() {
 // In the child only the forking thread lives on: the other threads' caches leave the live list
 // (their counts of requests with them, as at an exit). Their bins may be torn, fork having
 // stopped their threads anywhere, so their blocks stay where they are, and the caches are not
-// recycled.
+// recycled; the statistics count those blocks as cached (g_abandoned), off by at most the one
+// block of a pop or push that fork interrupted.
 void unlock_thread_caches_after_fork(bool in_child) {
   if (in_child) {
     list_for_each(g_live, [](ThreadCache& cache) {
       if (&cache == t_cache) return;
       unlink_live(&cache);
-      for (unsigned cls = 0; cls < kClassCount; ++cls)
-        g_exited_requests[cls] +=
-            CacheBins::of(cache, cls).requests.load(std::memory_order_relaxed);
+      for (unsigned cls = 0; cls < kClassCount; ++cls) {
+        const CacheBin& bin = CacheBins::of(cache, cls);
+        g_exited_requests[cls] += bin.requests.load(std::memory_order_relaxed);
+        // No reclaim was under way (fork holds the reclaim lock): [bottom, top) are the bin's.
+        void** const bottom = bin.bottom_slot();
+        void** const top = bin.top_slot();
+        if (top > bottom)
+          g_abandoned[cls] += std::min<std::uint64_t>(top - bottom, bin_capacity(cls));
+      }
     });
   }
   g_registry_lock.unlock_after_fork(in_child);

@@ -1,10 +1,14 @@
 // libpoolalloc-debug without a mistake in sight: fill patterns, exact usable sizes; and run as
 // a separate program (debug_helper): POOLALLOC_ON_ERROR=report carries on after a report, and
 // POOLALLOC_LEAKS=1 prints a leak report grouped by call site, largest first.
+#include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -118,6 +123,57 @@ TEST(DebugAlignment, FourGiBAlignmentAllocatesAndFrees) {
   std::memset(p, 1, 16);
   free(p);
   free(malloc(opaque<std::size_t>(32 << 20)));  // releases p out of the quarantine
+}
+
+// free preserves errno (docs/malloc.md), in the debug build as in the release build. A free
+// that finds the heap's lock taken sleeps on its futex; a signal that interrupts the sleep
+// (EINTR), or an unlock that comes just before it (EAGAIN), must not show in errno. Another
+// thread holds the lock long enough: its free fills a 64 MiB block and, as the block is larger
+// than the quarantine, checks the fill again as it leaves.
+TEST(DebugErrno, FreeKeepsErrnoWhileItWaitsForTheHeapLock) {
+  constexpr int kSentinelErrno = 1789;  // no errno code has this value
+  struct sigaction action {};
+  struct sigaction old_action {};
+  action.sa_handler = [](int) {};
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: the interrupted futex wait returns EINTR
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old_action), 0);
+  constexpr std::size_t kBig = std::size_t{64} << 20;
+  int changed = 0;
+  int last_errno = kSentinelErrno;
+  for (int round = 0; round < 5; ++round) {
+    void* big = malloc(opaque(kBig));
+    void* small = malloc(opaque<std::size_t>(64));
+    ASSERT_NE(big, nullptr);
+    std::atomic<int> stage{0};
+    int seen = kSentinelErrno;
+    std::thread waiter([&] {
+      while (stage.load() == 0) {
+      }
+      usleep(2000);  // the holder is inside free(big) by now
+      stage.store(2);
+      errno = kSentinelErrno;
+      free(small);
+      seen = errno;
+    });
+    std::thread holder([&] {
+      stage.store(1);
+      free(big);
+    });
+    while (stage.load() != 2) {
+    }
+    usleep(3000);  // the waiter sleeps on the lock
+    pthread_kill(waiter.native_handle(), SIGUSR1);
+    holder.join();
+    waiter.join();
+    if (seen != kSentinelErrno) {
+      ++changed;
+      last_errno = seen;
+    }
+  }
+  sigaction(SIGUSR1, &old_action, nullptr);
+  EXPECT_EQ(changed, 0) << "free changed errno in " << changed << " of 5 rounds, to "
+                        << last_errno;
 }
 
 long resident_pages() {

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -202,6 +203,43 @@ TEST(StatsFork, AChildCountsOnlyItsOwnThreadCache) {
   for (std::thread& thread : threads) thread.join();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child counted that many thread caches";
+}
+
+// The blocks that the parent's other threads had cached at fork() stay in their bins in the
+// child, unused for ever: they were freed, so the child's statistics must count them neither as
+// live nor take them off the parent's frees ("a child of fork() starts with its parent's
+// counts"). A thread frees 100 blocks of 1408 bytes into its cache and waits; a child forked
+// then must read the parent's live and frees.
+TEST(StatsFork, TheParentsOtherThreadsCachedBlocksAreNotLiveInTheChild) {
+  std::atomic<int> stage{0};
+  std::thread idle([&] {
+    void* blocks[100];
+    for (void*& block : blocks) block = malloc(opaque<size_t>(1400));
+    for (void* block : blocks) free(block);
+    stage.store(1);
+    while (stage.load() != 2) sched_yield();
+  });
+  while (stage.load() != 1) sched_yield();
+  poolalloc_stats parent{};
+  poolalloc_get_stats(&parent);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    poolalloc_stats child{};
+    poolalloc_get_stats(&child);
+    const uint64_t extra_live =
+        child.pooled_live > parent.pooled_live ? child.pooled_live - parent.pooled_live : 0;
+    _exit(child.pooled_live == parent.pooled_live && child.pooled_frees == parent.pooled_frees
+              ? 0
+              : static_cast<int>(std::min<uint64_t>(extra_live, 100) + 1));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  stage.store(2);
+  idle.join();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "the child counted " << WEXITSTATUS(status) - 1
+      << " more live blocks than its parent (blocks cached by the parent's other threads)";
 }
 
 // Empty spans kept for reuse still hold resident pages: the resident figure must count them.
