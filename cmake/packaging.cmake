@@ -17,7 +17,7 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # poolalloc_<version>_<architecture>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from dpkg-shlibdeps (libc6, libstdc++6, ...)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from dpkg-shlibdeps (libc6)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # a shlibs file: libpoolalloc 0 poolalloc (>= version)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 include(CPack)

@@ -26,8 +26,7 @@ __attribute__((constructor)) void on_load() {
 }
 
 std::size_t page_size() {
-  static const std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return size;
+  return static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
 }
 
 // glibc's memalign: an alignment that is not a power of two is rounded up to one.
@@ -96,7 +95,9 @@ POOLALLOC_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t size) {
 }
 
 POOLALLOC_EXPORT int posix_memalign(void** result, std::size_t alignment, std::size_t size) {
-  if (alignment % sizeof(void*) != 0 || !std::has_single_bit(alignment)) return EINVAL;
+  // (alignment & (alignment - 1)): std::has_single_bit would call libgcc's popcount.
+  if (alignment == 0 || alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0)
+    return EINVAL;
   // As glibc 2.36: errno is left at ENOMEM on failure and untouched on success.
   const int saved_errno = errno;
   void* block = Heap::aligned(alignment, size, CALLER);

@@ -57,4 +57,11 @@ void report_corrupted_free_list(const void* p, unsigned cls) {
   detail::fatal(message);
 }
 
+void report_out_of_memory_without_cxx_runtime(std::size_t size) {
+  detail::Message message;
+  message << "poolalloc: operator new(" << std::uint64_t{size}
+          << "): out of memory, and no C++ runtime is loaded to throw std::bad_alloc";
+  detail::fatal(message);
+}
+
 }  // namespace poolalloc::internal

@@ -5,6 +5,8 @@
 // on stderr and the process aborts.
 #pragma once
 
+#include <cstddef>
+
 namespace poolalloc::internal {
 
 [[noreturn]] void report_invalid_pointer(const char* operation, const void* p);
@@ -16,5 +18,9 @@ namespace poolalloc::internal {
 // A free list of class `cls` leads to `p`, which is not a free block of the class: a freed
 // block was written to (a use after free, or an overflow of the block before it).
 [[noreturn]] void report_corrupted_free_list(const void* p, unsigned cls);
+
+// operator new could not allocate `size` bytes, and no C++ runtime is loaded to throw
+// std::bad_alloc with (exports_new_delete.cpp).
+[[noreturn]] void report_out_of_memory_without_cxx_runtime(std::size_t size);
 
 }  // namespace poolalloc::internal

@@ -69,12 +69,19 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
 // the nearest within two edits (three for names of eight letters or more), or failing that the
 // longest that it begins with or that begins with it, for four letters or more
 // (POOLALLOC_QUARANTINE_SIZE: POOLALLOC_QUARANTINE). Empty if none.
+// A name that starts with kOptionPrefix, without it. (remove_prefix rather than substr, which
+// would make the library call libstdc++'s out_of_range thrower.)
+inline std::string_view without_option_prefix(std::string_view name) {
+  name.remove_prefix(kOptionPrefix.size());
+  return name;
+}
+
 inline std::string_view nearest_option_name(std::string_view name) {
-  const std::string_view typed = name.substr(kOptionPrefix.size());
+  const std::string_view typed = without_option_prefix(name);
   std::string_view nearest;
   std::size_t nearest_distance = SIZE_MAX;
   for (std::string_view known : kOptionNames) {
-    const std::string_view suffix = known.substr(kOptionPrefix.size());
+    const std::string_view suffix = without_option_prefix(known);
     const std::size_t distance = edit_distance(typed, suffix);
     const std::size_t allowed = suffix.size() >= 8 ? 3 : 2;
     if (distance <= allowed && distance < nearest_distance) {
@@ -84,7 +91,7 @@ inline std::string_view nearest_option_name(std::string_view name) {
   }
   if (!nearest.empty() || typed.size() < 4) return nearest;
   for (std::string_view known : kOptionNames) {
-    const std::string_view suffix = known.substr(kOptionPrefix.size());
+    const std::string_view suffix = without_option_prefix(known);
     if ((typed.starts_with(suffix) || suffix.starts_with(typed)) && known.size() > nearest.size())
       nearest = known;
   }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -26,7 +27,7 @@ std::string_view find_variable(Option option) {
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     if (text.size() > name.size() && text.starts_with(name) && text[name.size()] == '=')
-      return text.substr(name.size() + 1);
+      return text.data() + name.size() + 1;
   }
   return {};
 }
@@ -168,7 +169,7 @@ void report_unknown_options() {
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     if (!text.starts_with(kOptionPrefix)) continue;
-    const std::string_view name = text.substr(0, text.find('='));
+    const std::string_view name(text.data(), std::min(text.find('='), text.size()));
     if (is_option_name(name) || ++unknown > kMostShown) continue;
     detail::Message message;
     message << "poolalloc: unknown option ";

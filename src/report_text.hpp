@@ -17,7 +17,7 @@ inline std::string_view cut_at_character(std::string_view text, std::size_t limi
   if (text.size() <= limit) return text;
   std::size_t end = limit;
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
-  return text.substr(0, end);
+  return {text.data(), end};
 }
 
 // `text` with every control character shown as '?', cut after about `limit` bytes with "..."

@@ -50,8 +50,8 @@ pa_expect "cpack -G DEB builds $deb" "$deb" "$(cd cpack && ls -- *.deb)"
 [[ -f cpack/$deb ]] || exit 1
 pa_expect "Package, Version, Architecture" "poolalloc|$version|amd64" \
   "$(dpkg-deb -f "cpack/$deb" Package)|$(dpkg-deb -f "cpack/$deb" Version)|$(dpkg-deb -f "cpack/$deb" Architecture)"
-pa_expect "Depends names libc6 and libstdc++6" "2" \
-  "$(dpkg-deb -f "cpack/$deb" Depends | grep -oE '\b(libc6|libstdc\+\+6)\b' | wc -l)"
+pa_expect "Depends names libc6 alone (the libraries need no C++ runtime)" "libc6" \
+  "$(dpkg-deb -f "cpack/$deb" Depends | grep -oE '\b(libc6|libstdc\+\+6)\b' | tr '\n' ' ' | xargs)"
 pa_expect "the description names the licence" 1 "$(dpkg-deb -f "cpack/$deb" Description | grep -c 'MIT')"
 cmake --install "$build" --prefix "$scratch/prefix" >install.log 2>&1
 (cd prefix && find . ! -type d | sed 's|^\.|/usr|' | sort) >installed
