@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "poolalloc/poolalloc.h"
+#include "system_forwarding.hpp"
 
 namespace poolalloc::internal {
 
@@ -38,6 +39,8 @@ struct DebugHeap {
   static struct mallinfo2 mallinfo2();
   static struct mallinfo mallinfo();
   static int malloc_info(int options, FILE* stream);
+  // glibc's, which serves what the pools do not (system_forwarding.cpp).
+  static int mallopt(int param, int value) { return system_mallopt(param, value); }
 };
 
 }  // namespace poolalloc::internal

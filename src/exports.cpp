@@ -11,7 +11,6 @@
 #include "bootstrap.hpp"
 #include "heap.hpp"
 #include "poolalloc/poolalloc.h"
-#include "system_forwarding.hpp"
 
 #define POOLALLOC_EXPORT extern "C" __attribute__((visibility("default")))
 #define CALLER __builtin_return_address(0)
@@ -134,7 +133,7 @@ POOLALLOC_EXPORT int malloc_trim(std::size_t pad) {
 // glibc's, which serves the requests the pools do not; poolalloc sets two of its parameters
 // itself until the program sets one (system_forwarding.cpp).
 POOLALLOC_EXPORT int mallopt(int param, int value) {
-  return system_mallopt(param, value);
+  return Heap::mallopt(param, value);
 }
 
 POOLALLOC_EXPORT void malloc_stats() {

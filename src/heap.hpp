@@ -38,6 +38,8 @@ struct ReleaseHeap {
   static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
   static struct mallinfo mallinfo() { return pooled_mallinfo(); }
   static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }
+  // glibc's, which serves what the pools do not (system_forwarding.cpp).
+  static int mallopt(int param, int value) { return system_mallopt(param, value); }
 };
 using Heap = ReleaseHeap;
 #endif
