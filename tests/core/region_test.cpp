@@ -151,7 +151,8 @@ TEST(RegionDeathTest, ABlockStartPastTheCarvedEndIsReportedAsNeverHandedOut) {
   span.carve_blocks(2, cls);
   EXPECT_EQ(handed_out_class_or_report(span.at(128), "free"), cls);
   EXPECT_DEATH(handed_out_class_or_report(span.at(2 * 128), "free"), "never-used range");
-  EXPECT_DEATH(handed_out_class_or_report(span.at(128 + 16), "free"), "16 bytes into the 128-byte block");
+  EXPECT_DEATH(handed_out_class_or_report(span.at(128 + 16), "free"),
+               "16 bytes into the 128-byte block");
 }
 
 }  // namespace

@@ -172,8 +172,7 @@ TEST(DebugErrno, FreeKeepsErrnoWhileItWaitsForTheHeapLock) {
     }
   }
   sigaction(SIGUSR1, &old_action, nullptr);
-  EXPECT_EQ(changed, 0) << "free changed errno in " << changed << " of 5 rounds, to "
-                        << last_errno;
+  EXPECT_EQ(changed, 0) << "free changed errno in " << changed << " of 5 rounds, to " << last_errno;
 }
 
 long resident_pages() {
