@@ -138,6 +138,9 @@ class ThreadCache {
   Lock lock;
   // Under `lock`: another thread took blocks from some bins (their bottoms are above home).
   bool reclaimed = false;
+  // Under the registry lock, in a recycled cache: its slot pages were not given back when its
+  // thread exited (thread_cache.cpp, retire_cache).
+  bool slot_pages_kept = false;
   // Scratch of reclaim_caches, under `lock`: each bin's bottom and top when it was moved, and
   // the next cache being reclaimed.
   void** reclaim_from[kClassCount] = {};
@@ -150,9 +153,6 @@ class ThreadCache {
   std::atomic<std::uint32_t> flush_epoch{0};
   std::uint32_t clock_countdown = 0;
   std::uint8_t draining[kClassCount] = {};
-  // Under the registry lock, in a recycled cache: its slot pages were not given back when its
-  // thread exited (thread_cache.cpp, retire_cache).
-  bool slot_pages_kept = false;
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
