@@ -18,7 +18,7 @@
 // a C++ library with RTLD_LOCAL, they stay null: operator new then reports running out of
 // memory instead of throwing, and the nothrow forms return nullptr.
 asm(".weak __cxa_allocate_exception");
-asm(".weak __cxa_throw");  // clang refers to it apart from the declaration below
+asm(".weak __cxa_throw");
 asm(".weak __cxa_begin_catch");
 asm(".weak __cxa_end_catch");
 asm(".weak __gxx_personality_v0");
@@ -28,15 +28,17 @@ asm(".weak _ZTVSt9bad_alloc");        // its vtable
 asm(".weak _ZNSt9bad_allocD1Ev");     // its destructor
 asm(".weak _ZSt15get_new_handlerv");  // std::get_new_handler
 asm(".weak _ZSt9terminatev");         // std::terminate, which clang's catch handlers call
-// Declared weak here too, so that the compiler keeps the test for its absence.
-extern "C" __attribute__((weak)) void __cxa_throw(void*, void*, void (*)(void*));
+// Whether a runtime is loaded is asked of a function that both runtimes export and that no
+// compiler declares by itself: clang treats __cxa_throw, which it declares for every throw, as
+// never null, and folds the test away.
+extern "C" __attribute__((weak)) void* __cxa_get_globals();
 
 using namespace poolalloc::internal;
 
 namespace {
 
 bool have_cxx_runtime() {
-  return __cxa_throw != nullptr;
+  return __cxa_get_globals != nullptr;
 }
 
 // [new.delete.single]: on failure call the new-handler and retry; without one, throw.
