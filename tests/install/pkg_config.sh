@@ -53,6 +53,20 @@ new_only=$source/tests/malloc/static_new_only.cpp
     check "new_only.static: new and strdup reach the pools" ./new_only.static || true
   fi
 
+  # A prefix with a space: pkg-config prints it escaped, and a shell that undoes the escapes (as
+  # make's does) gets working flags.
+  spaced="$scratch/with space"
+  install_into "$spaced"
+  pa_expect "a prefix with a space: escaped in poolalloc.pc" "${spaced// /\\ }" \
+    "$(PKG_CONFIG_PATH="$spaced/$libdir/pkgconfig" pkg-config --variable=prefix poolalloc)"
+  flags=()
+  eval "flags=($(PKG_CONFIG_PATH="$spaced/$libdir/pkgconfig" pkg-config --cflags --libs poolalloc))"
+  if check "a prefix with a space: strdup_only builds with its flags" \
+    "$cc" -std=c11 -Wall -Werror "$source/tests/install/strdup_only.c" "${flags[@]}" \
+    "-Wl,-rpath,$spaced/$libdir" -o strdup_only.spaced; then
+    check "a prefix with a space: strdup_only runs on poolalloc's malloc" ./strdup_only.spaced || true
+  fi
+
   # The toolkit alone: headers, no library.
   if check "the toolkit's consumer builds with poolalloc-toolkit.pc" \
     "$cxx" -std=c++20 "$source/tests/toolkit/consumer/main.cpp" \

@@ -49,12 +49,13 @@ try() {
 try "$scratch/prefix" "$libdir"
 
 # The same tree with its libraries moved to lib64/ and lib/x86_64-linux-gnu/, as
-# CMAKE_INSTALL_LIBDIR puts them on other systems.
+# CMAKE_INSTALL_LIBDIR puts them on other systems, copied with their links resolved (no file
+# name tells the version any more).
 for other in lib64 lib/x86_64-linux-gnu; do
   moved=$scratch/moved-${other//\//-}
   mkdir -p "$moved/$(dirname "$other")"
   cp -a "$scratch/prefix/bin" "$moved/"
-  cp -a "$scratch/prefix/$libdir" "$moved/$other.tmp"
+  cp -rL "$scratch/prefix/$libdir" "$moved/$other.tmp"
   mv "$moved/$other.tmp" "$moved/$other"
   try "$moved" "$other"
 done
@@ -64,6 +65,8 @@ spaced="$scratch/with space"
 install_into "$spaced"
 pa_expect "a prefix with a space: python3 allocates from the installed library" 1 \
   "$(cd / && "$spaced/bin/poolalloc" python3 -c "$owns_malloc")"
+pa_expect "a prefix with a space: --version (the library says it)" "poolalloc $version" \
+  "$(cd / && "$spaced/bin/poolalloc" --version)"
 
 # --stats-file and --verbose set the library's options; a relative file is made absolute.
 # shellcheck disable=SC2016
