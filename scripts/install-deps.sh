@@ -11,8 +11,8 @@ packages=(
   # the debugging recipes of docs/debugging.md, run by a test; man --warnings on the man pages
   valgrind gdb man-db groff-base
   # install and package tests: pkg-config consumers, cpack -G DEB (dpkg-shlibdeps, file), the
-  # fresh Debian root the package is installed in
-  pkg-config dpkg-dev file debootstrap
+  # fresh Debian root the package is installed in, lintian on the package
+  pkg-config dpkg-dev file debootstrap lintian
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )

@@ -13,7 +13,7 @@ build=$1 source=$2 scratch=$3 version=$4 debian_root=$5
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=../integration/lib.sh
 source "$here/../integration/lib.sh" # pa_max_pooled
-for program in debootstrap chroot cpack dpkg-deb dpkg-shlibdeps; do
+for program in debootstrap chroot cpack dpkg-deb dpkg-shlibdeps lintian; do
   if ! command -v "$program" >/dev/null; then
     echo "SKIP: $program is not installed (scripts/install-deps.sh installs it)"
     exit 77
@@ -54,14 +54,32 @@ pa_expect "Depends names libc6 alone (the libraries need no C++ runtime)" "libc6
   "$(dpkg-deb -f "cpack/$deb" Depends | grep -oE '\b(libc6|libstdc\+\+6)\b' | tr '\n' ' ' | xargs)"
 pa_expect "the description names the licence" 1 "$(dpkg-deb -f "cpack/$deb" Description | grep -c 'MIT')"
 cmake --install "$build" --prefix "$scratch/prefix" >install.log 2>&1
-(cd prefix && find . ! -type d | sed 's|^\.|/usr|' | sort) >installed
+# Debian's conventions (cmake/debian_conventions.cmake): the licence is named copyright, the man
+# pages are compressed.
+(cd prefix && find . ! -type d | sed 's|^\.|/usr|' |
+  sed 's|/share/doc/poolalloc/LICENSE$|/share/doc/poolalloc/copyright|; s|/share/man/man[1-9]/.*|&.gz|' |
+  sort) >installed
 dpkg-deb -c "cpack/$deb" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./|/|' | sort >packaged
 if diff installed packaged >package.diff; then
-  echo "ok: the package holds what cmake --install gives, under /usr"
+  echo "ok: the package holds what cmake --install gives, under /usr, as Debian names it"
 else
   pa_fail "the package and cmake --install differ (installed -, packaged +):"
   cat package.diff
 fi
+dpkg-deb -x "cpack/$deb" contents
+mapfile -t libs < <(find contents -name "libpoolalloc*.so.$version")
+pa_expect "two shared libraries" 2 "${#libs[@]}"
+for lib in "${libs[@]}"; do
+  pa_expect "${lib##*/} is stripped and still exports malloc" "0|1" \
+    "$(readelf -S "$lib" | grep -c '\.symtab' || true)|$(readelf --dyn-syms "$lib" | grep -c ' malloc$')"
+done
+dpkg-deb -e "cpack/$deb" control
+pa_expect "dpkg's ldconfig trigger is activated" "activate-noawait ldconfig" "$(cat control/triggers)"
+# lintian finds nothing but what only a maintainer can give: an e-mail address for the
+# Maintainer field, and the Debian changelog that is signed with it.
+pa_expect "lintian's errors: the two that need a maintainer's address" \
+  "E: poolalloc: malformed-contact Maintainer poolalloc|E: poolalloc: no-changelog usr/share/doc/poolalloc/changelog.gz (native package)" \
+  "$(lintian --tag-display-limit 0 "cpack/$deb" 2>/dev/null | grep '^E:' | paste -sd '|')"
 echo "cpack and checks: $((SECONDS - started)) s"
 
 # A fresh root: a copy of the debootstrapped one (built now when it is not there yet).
