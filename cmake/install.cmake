@@ -2,15 +2,27 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(DIRECTORY include/poolalloc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# poolalloc.h declares the drop-in malloc's C API: a toolkit-only build leaves it out.
+if(TARGET poolalloc)
+  install(DIRECTORY include/poolalloc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+else()
+  install(DIRECTORY include/poolalloc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+          PATTERN poolalloc.h EXCLUDE)
+endif()
 install(TARGETS poolalloc_toolkit EXPORT poolallocTargets)
 install(EXPORT poolallocTargets NAMESPACE poolalloc::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/poolalloc)
 configure_package_config_file(cmake/poolallocConfig.cmake.in
   ${PROJECT_BINARY_DIR}/poolallocConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/poolalloc)
+# Before 1.0 each minor release may break what the last one offered.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(compatibility SameMinorVersion)
+else()
+  set(compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/poolallocConfigVersion.cmake
-  COMPATIBILITY SameMajorVersion)
+  COMPATIBILITY ${compatibility})
 install(FILES ${PROJECT_BINARY_DIR}/poolallocConfig.cmake
               ${PROJECT_BINARY_DIR}/poolallocConfigVersion.cmake
               cmake/poolalloc_link_feature.cmake

@@ -6,7 +6,10 @@ include(GNUInstallDirs)
 foreach(page poolalloc.1 poolalloc.3)
   configure_file(docs/man/${page} ${PROJECT_BINARY_DIR}/man/${page} @ONLY)
   string(REGEX REPLACE ".*\\." "" section ${page})
-  install(FILES ${PROJECT_BINARY_DIR}/man/${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  # poolalloc(1) is the wrapper's page, installed with the library it preloads.
+  if(TARGET poolalloc OR NOT section EQUAL 1)
+    install(FILES ${PROJECT_BINARY_DIR}/man/${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  endif()
   if(POOLALLOC_BUILD_TESTS)
     add_test(NAME man_page_${page}
       COMMAND ${CMAKE_COMMAND} -DPAGE=${PROJECT_BINARY_DIR}/man/${page}

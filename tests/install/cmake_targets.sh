@@ -28,4 +28,19 @@ consume c-project
 consume cxx-project -DPOOLALLOC_CONSUMER_CXX=ON
 pa_expect "programs built and run: 3 in the C project, 5 in the C and C++ one" "3 5" \
   "$(find c-project -maxdepth 1 -type f -executable | wc -l) $(find cxx-project -maxdepth 1 -type f -executable | wc -l)"
+
+# Before 1.0 only the same minor version is compatible: 0.1 and 1.0 are not found.
+minor=${version%.*}
+for wanted in "$minor" "$version" 0.1 1.0; do
+  mkdir -p "find-$wanted"
+  # shellcheck disable=SC2016 # a CMake variable
+  printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'project(find LANGUAGES NONE)' \
+    "find_package(poolalloc $wanted QUIET)" 'message(STATUS "found: ${poolalloc_FOUND}")' \
+    >"find-$wanted/CMakeLists.txt"
+  found=$(cmake -S "find-$wanted" -B "find-$wanted/build" -DCMAKE_PREFIX_PATH="$prefix" |
+    sed -n 's/^-- found: //p')
+  expected=0
+  [[ $wanted != "$minor" && $wanted != "$version" ]] || expected=1
+  pa_expect "find_package(poolalloc $wanted)" "$expected" "$([[ $found == 1 ]] && echo 1 || echo 0)"
+done
 finish

@@ -15,7 +15,7 @@ status=0
 "$wrapper" --help >help.out 2>help.err || status=$?
 pa_expect "--help exits 0" 0 "$status"
 pa_expect "--help prints usage on stdout" \
-  "usage: poolalloc [--stats] [--stats-file PATH] [--verbose] [--debug] [--version] [--help] [--] CMD [ARGS...]" \
+  "usage: poolalloc [--stats] [--stats-file PATH] [--verbose] [--debug] [--version] [-h|--help] [--] CMD [ARGS...]" \
   "$(head -n 1 help.out)"
 
 status=0
@@ -31,6 +31,16 @@ status=0
 "$wrapper" no-such-command-xyz >missing.out 2>missing.err || status=$?
 pa_expect "missing command: status 127" 127 "$status"
 pa_expect "missing command: message" "poolalloc: no-such-command-xyz: command not found" "$(cat missing.err)"
+status=0
+"$wrapper" -h >short_help.out 2>&1 || status=$?
+pa_expect "-h is --help" "0|same" "$status|$(cmp -s help.out short_help.out && echo same)"
+printf 'echo not runnable\n' >not_executable.sh
+for path in ./not_executable.sh "$PWD"; do
+  status=0
+  "$wrapper" "$path" >denied.out 2>denied.err || status=$?
+  pa_expect "$path, there but not runnable: status 126 and why" \
+    "126|poolalloc: $path: cannot run it (not executable, or a folder)" "$status|$(cat denied.err)"
+done
 
 # The build tree's soname link, libpoolalloc.so.0, to the library CMake built.
 soname=$POOLALLOC_BUILD_DIR/src/libpoolalloc.so.0
