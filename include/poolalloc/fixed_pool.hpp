@@ -162,12 +162,13 @@ class FixedPool {
 
   // The paper's resizing down: gives back the trailing chunks, all but the first, that hold no
   // live block (owned memory is freed, caller memory is the caller's again) and returns their
-  // bytes. It stops at the last chunk with a live block. O(chunks).
+  // bytes: all that was allocated, or all that create() and grow() were given, the bytes skipped
+  // to align a buffer included. It stops at the last chunk with a live block. O(chunks).
   std::size_t shrink() {
     std::size_t released = 0;
     while (chunks_.size() > 1 && chunks_.back().blocks.empty()) {
       const Chunk& chunk = chunks_.back();
-      released += static_cast<std::size_t>(chunk.end - chunk.memory);
+      released += static_cast<std::size_t>(chunk.end - chunk.begin);
       capacity_ -= chunk.blocks.block_count();
       free_chunk(chunk);
       chunks_.pop_back();
@@ -211,6 +212,7 @@ class FixedPool {
  private:
   struct Chunk {
     detail::LazyBlockList blocks;
+    std::byte* begin = nullptr;   // the memory as allocated or given, alignment padding included
     std::byte* memory = nullptr;  // the first block's front guard
     std::byte* end = nullptr;     // end of the memory the chunk may use
     bool owned = false;           // allocated by the pool, rather than given by the caller
@@ -232,7 +234,7 @@ class FixedPool {
   }
 
   void free_chunk(const Chunk& chunk) const {
-    if (chunk.owned) ::operator delete (chunk.memory, std::align_val_t{alignment_});
+    if (chunk.owned) ::operator delete (chunk.begin, std::align_val_t{alignment_});
   }
 
   [[nodiscard]] const detail::BlockLayout& layout_of(const Chunk& chunk) const {
@@ -250,7 +252,7 @@ class FixedPool {
     void* memory = ::operator new (bytes, std::align_val_t{alignment_}, std::nothrow);
     if (memory == nullptr) return false;
     auto* begin = static_cast<std::byte*>(memory);
-    add_chunk(begin, begin + bytes, block_count, true);
+    add_chunk(begin, 0, begin + bytes, block_count, true);
     return true;
   }
 
@@ -262,19 +264,21 @@ class FixedPool {
         std::min((bytes - padding) / caller_layout_.stride, max_blocks_per_chunk(caller_layout_));
     if (count == 0) return false;
     auto* begin = static_cast<std::byte*>(buffer);
-    add_chunk(begin + padding, begin + bytes, count, false);
+    add_chunk(begin, padding, begin + bytes, count, false);
     return true;
   }
 
-  void add_chunk(std::byte* memory, std::byte* end, std::size_t block_count, bool owned) {
+  void add_chunk(std::byte* begin, std::size_t padding, std::byte* end, std::size_t block_count,
+                 bool owned) {
     Chunk& chunk = chunks_.emplace_back();
     chunk.owned = owned;
     const detail::BlockLayout& layout = layout_of(chunk);
-    chunk.blocks = detail::LazyBlockList(memory + layout.front_guard,
+    chunk.begin = begin;
+    chunk.memory = begin + padding;
+    chunk.end = end;
+    chunk.blocks = detail::LazyBlockList(chunk.memory + layout.front_guard,
                                          static_cast<std::uint32_t>(layout.stride),
                                          static_cast<std::uint32_t>(block_count));
-    chunk.memory = memory;
-    chunk.end = end;
     if (debug_) chunk.allocated.resize(block_count);
     capacity_ += block_count;
     current_ = &chunk.blocks;

@@ -330,6 +330,17 @@ TEST(FixedPool, ShrinkGivesBackCallerChunksWithoutFreeingThem) {
   EXPECT_FALSE(pool.owns(second));
 }
 
+// shrink() gives back what grow() took: the whole buffer, the bytes skipped to align it included.
+TEST(FixedPool, ShrinkCountsTheAlignmentPaddingOfCallerMemory) {
+  alignas(16) static std::byte memory[256];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(memory, 64, 16, 16));
+  ASSERT_TRUE(pool.grow(memory + 136, 120));  // blocks from memory + 144
+  ASSERT_EQ(pool.capacity(), 4u + 7u);
+  EXPECT_EQ(pool.shrink(), 120u);
+  EXPECT_EQ(pool.capacity(), 4u);
+}
+
 TEST(FixedPool, ReleaseGivesEverythingBackWithoutAReport) {
   FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
   (void)pool.allocate();
