@@ -142,9 +142,11 @@ class FixedPool {
   bool grow(std::size_t extra_blocks) { return !chunks_.empty() && add_owned_chunk(extra_blocks); }
 
   // Adds the caller's memory. Memory that starts where an earlier caller buffer ended extends
-  // that chunk in place, as the paper's resizing does; other memory becomes a new chunk.
+  // that chunk in place, as the paper's resizing does; other memory becomes a new chunk. False,
+  // and the pool unchanged, for memory that shares a byte with the pool's: its chunks, or a
+  // buffer given before (its alignment padding included). O(chunks).
   bool grow(void* memory, std::size_t bytes) {
-    if (chunks_.empty() || memory == nullptr) return false;
+    if (chunks_.empty() || memory == nullptr || overlaps_a_chunk(memory, bytes)) return false;
     for (Chunk& chunk : chunks_) {
       if (chunk.owned || chunk.end != memory) continue;
       const std::size_t room = max_blocks_per_chunk(caller_layout_) - chunk.blocks.block_count();
@@ -282,6 +284,18 @@ class FixedPool {
     if (debug_) chunk.allocated.resize(block_count);
     capacity_ += block_count;
     current_ = &chunk.blocks;
+  }
+
+  // The memory starts inside a chunk, or a chunk starts inside the memory. Unsigned differences
+  // wrap to a huge value where the address subtracted is the higher one, so neither test
+  // overflows or needs an end address.
+  [[nodiscard]] bool overlaps_a_chunk(const void* memory, std::size_t bytes) const {
+    const auto start = reinterpret_cast<std::uintptr_t>(memory);
+    return std::any_of(chunks_.begin(), chunks_.end(), [start, bytes](const Chunk& chunk) {
+      const auto begin = reinterpret_cast<std::uintptr_t>(chunk.begin);
+      const auto end = reinterpret_cast<std::uintptr_t>(chunk.end);
+      return start - begin < end - begin || begin - start < bytes;
+    });
   }
 
   [[nodiscard]] const std::byte* end_of_blocks(const Chunk& chunk) const {

@@ -229,6 +229,36 @@ TEST(FixedPool, GrowOverOtherCallerMemoryAddsAChunk) {
   EXPECT_TRUE(pool.owns(second + 16));
 }
 
+TEST(FixedPool, GrowRefusesMemoryThePoolAlreadyUses) {
+  alignas(16) static std::byte memory[512];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(memory, 128, 16, 16));
+  ASSERT_TRUE(pool.grow(memory + 264, 120));  // blocks from 272: 8 bytes of alignment padding
+  ASSERT_EQ(pool.capacity(), 8u + 7u);
+  EXPECT_FALSE(pool.grow(memory + 32, 64));        // inside the first chunk
+  EXPECT_FALSE(pool.grow(memory + 96, 64));        // across the first chunk's end
+  EXPECT_FALSE(pool.grow(memory + 320, 32));       // inside the grown buffer
+  EXPECT_FALSE(pool.grow(memory + 384 - 16, 64));  // across the grown buffer's end
+  EXPECT_FALSE(pool.grow(memory + 192, 80));       // into the grown buffer's alignment padding
+  EXPECT_FALSE(pool.grow(memory, 512));            // around both
+  EXPECT_EQ(pool.capacity(), 15u);
+  EXPECT_EQ(pool.chunk_count(), 2u);
+  EXPECT_TRUE(pool.grow(memory + 128, 136));  // the gap between them, which touches both
+  EXPECT_EQ(pool.capacity(), 15u + 8u);
+  EXPECT_FALSE(pool.grow(memory + 200, 16));  // the gap, now the first chunk's
+  pool.verify();
+}
+
+TEST(FixedPool, GrowRefusesTheMemoryOfBlocksItAllocated) {
+  FixedPool pool(16, 4);
+  void* first = pool.allocate();
+  void* second = pool.allocate();
+  EXPECT_FALSE(pool.grow(first, 64));   // the whole chunk
+  EXPECT_FALSE(pool.grow(second, 64));  // across its end
+  EXPECT_EQ(pool.capacity(), 4u);
+  EXPECT_EQ(pool.chunk_count(), 1u);
+}
+
 TEST(FixedPool, OwnsOnlyItsBlocks) {
   FixedPool pool(16, 4);
   void* block = pool.allocate();
