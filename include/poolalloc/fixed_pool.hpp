@@ -143,8 +143,11 @@ class FixedPool {
 
   // Adds the caller's memory. Memory that starts where an earlier caller buffer ended extends
   // that chunk in place, as the paper's resizing does; other memory becomes a new chunk. False,
-  // and the pool unchanged, for memory that shares a byte with the pool's: its chunks, or a
-  // buffer given before (its alignment padding included). O(chunks).
+  // and the pool unchanged, for memory that shares a byte with the pool's (its chunks, or a
+  // buffer given before, alignment padding included) and for memory that adds no block (with
+  // the bytes left over at the end of the chunk it extends). Refused memory stays the caller's
+  // and the pool keeps no note of it: memory given later that starts where it ends does not
+  // extend a chunk. O(chunks).
   bool grow(void* memory, std::size_t bytes) {
     if (chunks_.empty() || memory == nullptr || overlaps_a_chunk(memory, bytes)) return false;
     for (Chunk& chunk : chunks_) {

@@ -259,6 +259,34 @@ TEST(FixedPool, GrowRefusesTheMemoryOfBlocksItAllocated) {
   EXPECT_EQ(pool.chunk_count(), 1u);
 }
 
+// Memory that adds no block is the caller's still: nothing of it is kept for a later grow().
+TEST(FixedPool, GrowRefusesMemoryThatAddsNoBlockAndKeepsNothingOfIt) {
+  alignas(16) static std::byte memory[256];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(memory, 64, 16, 16));
+  EXPECT_FALSE(pool.grow(memory + 64, 8));  // where the chunk ends, but half a block
+  EXPECT_FALSE(pool.grow(memory + 160, 8));
+  EXPECT_EQ(pool.capacity(), 4u);
+  ASSERT_TRUE(pool.grow(memory + 72, 56));  // where the refused 8 bytes end: not contiguous
+  EXPECT_EQ(pool.chunk_count(), 2u);
+  EXPECT_EQ(pool.capacity(), 4u + 3u);  // from memory + 80, the first aligned address
+  EXPECT_FALSE(pool.owns(memory + 64));
+  EXPECT_FALSE(pool.owns(memory + 72));
+  EXPECT_TRUE(pool.owns(memory + 80));
+  EXPECT_EQ(pool.shrink(), 56u);  // what the second grow() was given, and nothing more
+}
+
+// Less than a block that completes one with the bytes an earlier buffer left over is taken.
+TEST(FixedPool, GrowTakesLessThanABlockThatCompletesOneWithTheLeftOver) {
+  alignas(16) static std::byte memory[128];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(memory, 64 + 8, 16, 16));
+  ASSERT_TRUE(pool.grow(memory + 72, 8));
+  EXPECT_EQ(pool.capacity(), 5u);
+  EXPECT_EQ(pool.chunk_count(), 1u);
+  EXPECT_TRUE(pool.owns(memory + 64));
+}
+
 TEST(FixedPool, OwnsOnlyItsBlocks) {
   FixedPool pool(16, 4);
   void* block = pool.allocate();
