@@ -194,10 +194,15 @@ class FixedPool {
   [[nodiscard]] std::size_t chunk_count() const { return chunks_.size(); }
   [[nodiscard]] bool debug_checks() const { return debug_; }
 
-  // True when p points into one of the pool's blocks.
+  // True when p points into the bytes of one of the pool's blocks, live or free: not into guard
+  // bytes, nor into the padding that the alignment leaves between blocks. O(chunks).
   [[nodiscard]] bool owns(const void* p) const {
-    return std::any_of(chunks_.begin(), chunks_.end(),
-                       [p](const Chunk& chunk) { return chunk.blocks.contains(p); });
+    const auto* byte = static_cast<const std::byte*>(p);
+    return std::any_of(chunks_.begin(), chunks_.end(), [this, byte](const Chunk& chunk) {
+      if (!chunk.blocks.contains(byte)) return false;
+      const std::byte* block = chunk.blocks.block_at(chunk.blocks.index_of(byte));
+      return static_cast<std::size_t>(byte - block) < block_size();
+    });
   }
 
   // Checks every chunk's free list and, with debug checks, every guard byte and that no freed

@@ -296,6 +296,17 @@ TEST(FixedPool, OwnsOnlyItsBlocks) {
   EXPECT_FALSE(pool.owns(nullptr));
 }
 
+TEST(FixedPool, OwnsOnlyTheBytesOfBlocksNotThePaddingBetweenThem) {
+  FixedPool pool(24, 4, 64);  // a stride of 64: 40 bytes of padding after each block
+  auto* block = static_cast<std::byte*>(pool.allocate());
+  EXPECT_TRUE(pool.owns(block + 23));
+  EXPECT_FALSE(pool.owns(block + 24));
+  EXPECT_FALSE(pool.owns(block + 63));
+  EXPECT_TRUE(pool.owns(block + 64));  // the next block, never handed out
+  EXPECT_TRUE(pool.owns(block + 3 * 64 + 23));
+  EXPECT_FALSE(pool.owns(block + 3 * 64 + 24));
+}
+
 TEST(FixedPool, VerifyAcceptsAHealthyPool) {
   FixedPool pool(16, 8);
   void* a = pool.allocate();
@@ -543,6 +554,20 @@ TEST(FixedPoolDebug, GrowingOverCallerMemoryAddsAsManyBlocksAsWithoutDebugChecks
   }
   for (void* block : blocks) checked.deallocate(block);
   checked.verify();
+}
+
+TEST(FixedPoolDebug, OwnsNoGuardBytes) {
+  FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
+  auto* first = static_cast<std::byte*>(pool.allocate());
+  auto* second = static_cast<std::byte*>(pool.allocate());
+  EXPECT_TRUE(pool.owns(first));
+  EXPECT_TRUE(pool.owns(first + 31));
+  EXPECT_FALSE(pool.owns(first - 1));   // the first block's front guard
+  EXPECT_FALSE(pool.owns(first + 32));  // its back guard
+  EXPECT_FALSE(pool.owns(second - 1));  // the second block's front guard
+  EXPECT_TRUE(pool.owns(second));
+  pool.deallocate(second);
+  pool.deallocate(first);
 }
 
 TEST(FixedPoolDebug, ReportsUseThePoolsName) {
