@@ -84,13 +84,15 @@ class Tracked final : public detail::BudgetRow {
 };
 
 // One line per live Tracked arena, oldest first: name, bytes used now, peak, budget, and how many
-// times usage rose above the budget. The per-frame memory report of a debug overlay.
+// times usage rose above the budget. The per-frame memory report of a debug overlay. The name
+// column fits the longest name a tracker keeps, so that every name leaves the columns aligned.
 inline void print_budgets(std::ostream& out) {
-  out << std::left << std::setw(24) << "arena" << std::right << std::setw(12) << "used"
+  constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
+  out << std::left << std::setw(name_width) << "arena" << std::right << std::setw(12) << "used"
       << std::setw(12) << "peak" << std::setw(12) << "budget" << std::setw(6) << "over"
       << "\n";
   detail::BudgetRow::for_each_row([&out](const detail::BudgetRow& row) {
-    out << std::left << std::setw(24) << (row.name().empty() ? "(unnamed)" : row.name())
+    out << std::left << std::setw(name_width) << (row.name().empty() ? "(unnamed)" : row.name())
         << std::right << std::setw(12) << row.used() << std::setw(12) << row.peak() << std::setw(12)
         << row.budget() << std::setw(6) << row.over_budget_count() << "\n";
   });

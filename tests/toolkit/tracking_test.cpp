@@ -147,12 +147,25 @@ TEST(PrintBudgets, ListsEveryLiveTrackedArenaWithItsFigures) {
     poolalloc::print_budgets(out);
   }
   EXPECT_EQ(out.str(),
-            "arena                           used        peak      budget  over\n"
-            "render scratch                    40         150         100     1\n"
-            "(unnamed)                          0           0        1024     0\n");
+            "arena                                   used        peak      budget  over\n"
+            "render scratch                            40         150         100     1\n"
+            "(unnamed)                                  0           0        1024     0\n");
   std::ostringstream after;
   poolalloc::print_budgets(after);  // the trackers are gone, and so are their rows
-  EXPECT_EQ(after.str(), "arena                           used        peak      budget  over\n");
+  EXPECT_EQ(after.str(),
+            "arena                                   used        peak      budget  over\n");
+}
+
+TEST(PrintBudgets, KeepsTheColumnsAlignedForNamesOfAnyLength) {
+  FrameAllocator frame(1024);
+  Tracked tracked(frame, 100);
+  tracked.set_name("a name of thirty-one characters and more");  // 31 of them are kept
+  (void)tracked.allocate(40, 1);
+  std::ostringstream out;
+  poolalloc::print_budgets(out);
+  EXPECT_EQ(out.str(),
+            "arena                                   used        peak      budget  over\n"
+            "a name of thirty-one characters           40          40         100     0\n");
 }
 
 }  // namespace
