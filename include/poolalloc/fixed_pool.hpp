@@ -138,6 +138,15 @@ class FixedPool {
     --used_;
   }
 
+  // The most blocks that one chunk of the pool's own memory holds (create(), grow(n)): a chunk
+  // stays under 4 GiB. 0 for a block size or alignment that create() refuses.
+  [[nodiscard]] static std::size_t max_blocks_per_chunk(
+      std::size_t block_size, std::size_t alignment = alignof(std::max_align_t),
+      DebugChecks debug = kDefaultDebugChecks) {
+    const auto layout = detail::block_layout(block_size, alignment, debug == DebugChecks::on);
+    return layout ? max_blocks_per_chunk(*layout) : 0;
+  }
+
   // Adds a chunk of extra_blocks blocks. Live blocks stay where they are.
   bool grow(std::size_t extra_blocks) { return !chunks_.empty() && add_owned_chunk(extra_blocks); }
 

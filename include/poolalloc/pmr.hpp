@@ -7,7 +7,8 @@
 // - StlAllocator<T, Arena>: a standard allocator over any arena with allocate(size, align) (and,
 //   if it has one, deallocate(p, size, align)), so std::vector<T, StlAllocator<T, Arena>> works.
 //
-// Exhaustion throws std::bad_alloc, as these interfaces require. Not thread-safe, by choice.
+// Exhaustion throws std::bad_alloc, as these interfaces require; a PoolResource whose chunks
+// could never be allocated throws when it is constructed. Not thread-safe, by choice.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <memory_resource>
 #include <new>
 #include <ostream>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -36,11 +38,13 @@ class PoolResource final : public std::pmr::memory_resource {
 
   // largest_block is rounded up to a power of two (at most kLargestBlockLimit). A size's pool
   // is created when it is first used, with blocks_per_chunk blocks, and doubles when full.
+  // Throws std::invalid_argument for blocks_per_chunk 0, and std::length_error when a chunk of
+  // blocks_per_chunk of the largest blocks is over FixedPool's limit (max_blocks_per_chunk).
   explicit PoolResource(std::size_t largest_block = 256, std::size_t blocks_per_chunk = 64,
                         std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
       : largest_block_(
             std::bit_ceil(std::clamp(largest_block, kSmallestBlock, kLargestBlockLimit))),
-        blocks_per_chunk_(blocks_per_chunk),
+        blocks_per_chunk_(checked_blocks_per_chunk(blocks_per_chunk, largest_block_)),
         pools_(std::make_unique<FixedPool[]>(pool_index(largest_block_) + 1)),
         upstream_(upstream) {}
 
@@ -88,6 +92,16 @@ class PoolResource final : public std::pmr::memory_resource {
     std::size_t bytes;
     std::size_t alignment;
   };
+
+  // The pool of the largest blocks has the largest chunks: if its first chunk is within the
+  // limit, every pool's is.
+  static std::size_t checked_blocks_per_chunk(std::size_t blocks, std::size_t largest_block) {
+    if (blocks == 0) throw std::invalid_argument("poolalloc::PoolResource: blocks_per_chunk is 0");
+    if (blocks > FixedPool::max_blocks_per_chunk(largest_block, largest_block)) {
+      throw std::length_error("poolalloc::PoolResource: blocks_per_chunk makes chunks over 4 GiB");
+    }
+    return blocks;
+  }
 
   // Blocks of a power-of-two size, aligned to that size, serve any alignment up to it.
   static std::size_t block_for(std::size_t bytes, std::size_t alignment) {

@@ -47,6 +47,16 @@ TEST(FixedPool, CreateRejectsSizesThatOverflow) {
   EXPECT_EQ(pool.capacity(), 0u);
 }
 
+TEST(FixedPool, MaxBlocksPerChunkIsTheMostThatCreateAccepts) {
+  const std::size_t most = FixedPool::max_blocks_per_chunk(1024, 16, DebugChecks::off);
+  EXPECT_EQ(most, UINT32_MAX / 1024);  // a chunk stays under 4 GiB
+  EXPECT_LT(FixedPool::max_blocks_per_chunk(1024, 16, DebugChecks::on), most);  // guard bytes
+  FixedPool pool;
+  EXPECT_FALSE(pool.create(1024, most + 1, 16, Growth::fixed, DebugChecks::off));
+  EXPECT_EQ(FixedPool::max_blocks_per_chunk(0, 16), 0u);
+  EXPECT_EQ(FixedPool::max_blocks_per_chunk(16, 3), 0u);
+}
+
 TEST(FixedPool, CreateOverCallerMemoryRejectsBuffersWithoutRoomForABlock) {
   alignas(16) unsigned char buffer[64];
   FixedPool pool;

@@ -8,6 +8,7 @@
 #include <memory_resource>
 #include <new>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,14 @@ TEST(PoolResource, EqualsOnlyItself) {
   PoolResource b;
   EXPECT_TRUE(a.is_equal(a));
   EXPECT_FALSE(a.is_equal(b));
+}
+
+TEST(PoolResource, RejectsChunksOfNoBlocksOrOverFourGiBWhenConstructed) {
+  EXPECT_THROW(PoolResource(256, 0), std::invalid_argument);
+  EXPECT_THROW(PoolResource(256, SIZE_MAX), std::length_error);
+  const std::size_t most = UINT32_MAX / 256;  // 256-byte blocks in a chunk under 4 GiB
+  EXPECT_THROW(PoolResource(256, most + 1), std::length_error);
+  EXPECT_NO_THROW(PoolResource(256, most));  // pools are created on first use: nothing allocated
 }
 
 TEST(FrameResource, BacksAPmrVectorAndThrowsWhenTheFrameIsFull) {
