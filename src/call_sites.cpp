@@ -1,6 +1,5 @@
 #include "call_sites.hpp"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,9 +13,19 @@
 namespace poolalloc::internal {
 namespace {
 
+// Paths longer than this leave their call sites as bare addresses.
+constexpr std::size_t kMaxPath = 512;
+
+// The file mapped at a code address, and where the file's first byte is mapped (its load base,
+// for a position-independent file whose first segment starts at address 0, as linkers make them).
+struct CodeMapping {
+  char path[kMaxPath] = {};
+  std::uintptr_t file_start = 0;
+};
+
 // A module's file, mapped once and kept: reports name call sites until the process ends.
 struct MappedModule {
-  const char* path = nullptr;  // as dladdr gives it, stable while the module is loaded
+  char path[kMaxPath] = {};
   const std::byte* image = nullptr;
   std::size_t size = 0;
 };
@@ -24,22 +33,96 @@ constexpr int kModuleCacheSize = 16;
 MappedModule g_modules[kModuleCacheSize];
 Lock g_modules_lock;
 
-const MappedModule* map_module(const char* path) {
+std::uintptr_t parse_hex(const char*& text, const char* end) {
+  std::uintptr_t value = 0;
+  for (; text < end; ++text) {
+    const char c = *text;
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) break;
+    value = value << 4 | static_cast<std::uintptr_t>(digit);
+  }
+  return value;
+}
+
+// One line of /proc/self/maps, "start-end perms offset dev inode   path", without its newline.
+// The mapping with offset 0 of a file comes first, at its lowest address, so each one seen is
+// remembered in `found` until the line that holds `address`, which fills in the rest.
+// True once that line is reached.
+bool scan_maps_line(const char* line, const char* end, std::uintptr_t address, CodeMapping& found) {
+  const char* text = line;
+  const std::uintptr_t start = parse_hex(text, end);
+  ++text;  // '-'
+  const std::uintptr_t stop = parse_hex(text, end);
+  for (int field = 0; field < 2 && text < end; ++text) field += *text == ' ';  // to the offset
+  const std::uintptr_t offset = parse_hex(text, end);
+  for (int field = 0; field < 2 && text < end; ++text) field += *text == ' ';  // past dev, inode
+  while (text < end && *text != ' ') ++text;
+  while (text < end && *text == ' ') ++text;
+  const std::size_t length = static_cast<std::size_t>(end - text);
+  const bool holds = address - start < stop - start;
+  if (offset == 0 && length < kMaxPath && (holds || text < end)) {
+    std::memcpy(found.path, text, length);
+    found.path[length] = '\0';
+    found.file_start = start;
+  }
+  if (!holds) return false;
+  if (length >= kMaxPath || std::strncmp(found.path, text, length) != 0 ||
+      found.path[length] != '\0')
+    found.path[0] = '\0';  // no file, or not the one whose start was seen
+  return true;
+}
+
+// Reads /proc/self/maps for the mapping that holds `address`, with a buffer on the stack: no
+// allocation, and no call into the dynamic loader (dladdr takes the loader's lock, and a report
+// is written under the debug heap's lock, which a thread inside dlopen may be waiting for in
+// malloc while it holds the loader's).
+bool find_code_mapping(std::uintptr_t address, CodeMapping& found) {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buffer[2048];
+  std::size_t filled = 0;
+  bool skipping = false;  // inside a line longer than the buffer
+  bool reached = false;
+  for (;;) {
+    const ssize_t got = read(fd, buffer + filled, sizeof buffer - filled);
+    if (got <= 0) break;
+    filled += static_cast<std::size_t>(got);
+    const char* line = buffer;
+    const char* const end = buffer + filled;
+    while (!reached) {
+      const auto* newline = static_cast<const char*>(std::memchr(line, '\n', end - line));
+      if (newline == nullptr) break;
+      if (!skipping) reached = scan_maps_line(line, newline, address, found);
+      skipping = false;
+      line = newline + 1;
+    }
+    if (reached) break;
+    filled = static_cast<std::size_t>(end - line);
+    if (filled == sizeof buffer) {
+      skipping = true;
+      filled = 0;
+    } else {
+      std::memmove(buffer, line, filled);
+    }
+  }
+  close(fd);
+  return reached && found.path[0] != '\0';
+}
+
+const MappedModule* map_module(const char (&path)[kMaxPath]) {
   for (const MappedModule& module : g_modules) {
-    if (module.path == path) return module.image != nullptr ? &module : nullptr;
+    if (std::strcmp(module.path, path) == 0) return module.image != nullptr ? &module : nullptr;
   }
   MappedModule* slot = nullptr;
   for (MappedModule& module : g_modules) {
-    if (module.path == nullptr) {
+    if (module.path[0] == '\0') {
       slot = &module;
       break;
     }
   }
   if (slot == nullptr) return nullptr;
-  slot->path = path;
-  // The main program may be named by a relative path, or not at all.
-  const char* file = path[0] == '/' ? path : "/proc/self/exe";
-  const int fd = open(file, O_RDONLY | O_CLOEXEC);
+  std::memcpy(slot->path, path, kMaxPath);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return nullptr;
   struct stat status {};
   const void* image = nullptr;
@@ -90,32 +173,29 @@ Symbol find_function(const MappedModule& module, std::uintptr_t address) {
 }  // namespace
 
 void append_call_site(detail::Message& message, const void* address) {
-  Dl_info info{};
-  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
+  const auto code = reinterpret_cast<std::uintptr_t>(address);
+  CodeMapping mapping;
+  if (address == nullptr || !find_code_mapping(code, mapping)) {
     message << address;
     return;
   }
-  const auto code = reinterpret_cast<std::uintptr_t>(address);
-  const auto base = reinterpret_cast<std::uintptr_t>(info.dli_fbase);
   LockGuard guard(g_modules_lock);
-  const MappedModule* module = map_module(info.dli_fname);
+  const MappedModule* module = map_module(mapping.path);
   Symbol symbol;
   if (module != nullptr) {
     const bool position_independent =
         reinterpret_cast<const Elf64_Ehdr*>(module->image)->e_type == ET_DYN;
-    const std::uintptr_t file_address = position_independent ? code - base : code;
-    symbol = find_function(*module, file_address);
-    if (symbol.name != nullptr && position_independent) symbol.start += base;
+    const std::uintptr_t base = position_independent ? mapping.file_start : 0;
+    symbol = find_function(*module, code - base);
+    symbol.start += base;
   }
-  if (symbol.name == nullptr && info.dli_sname != nullptr)
-    symbol = {info.dli_sname, reinterpret_cast<std::uintptr_t>(info.dli_saddr)};
   if (symbol.name != nullptr) {
     message << symbol.name << "+";
     message.hex(code - symbol.start);
   } else {
     message << address;
   }
-  message << " (" << (info.dli_fname[0] != '\0' ? info.dli_fname : "the program") << ")";
+  message << " (" << mapping.path << ")";
 }
 
 }  // namespace poolalloc::internal

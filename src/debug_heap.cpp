@@ -208,7 +208,7 @@ std::byte* front_guard(const BlockRecord& record) {
   return user_bytes(record) - kGuardBytes;
 }
 
-// "0x5a1000 (24 bytes in a 48-byte block of size class 2, allocated at main+0x1c (./game))"
+// "0x5a1000 (24 bytes in a 48-byte block of size class 2, allocated at main+0x1c (/home/dev/game))"
 void describe(detail::Message& message, const BlockRecord& record) {
   message << reinterpret_cast<const void*>(record.address) << " (" << std::uint64_t{record.size}
           << " bytes ";

@@ -227,6 +227,15 @@ TEST(DebugOnErrorReport, AbortsByDefault) {
   EXPECT_EQ(result.err.rfind("poolalloc-debug: double free: ", 0), 0u) << result.err;
 }
 
+TEST(DebugOnErrorReport, ReportsWhileAnotherThreadLoadsModules) {
+  const auto result = run_helper("reports_during_dlopen", {"POOLALLOC_ON_ERROR=report"});
+  EXPECT_TRUE(exited_with(result, 0)) << result.status << "\n" << result.err.substr(0, 2000);
+  const auto lines = lines_of(result.err);
+  ASSERT_EQ(std::to_string(lines.size()) + "\n", result.out) << result.err.substr(0, 2000);
+  for (const std::string& line : lines)
+    ASSERT_EQ(line.rfind("poolalloc-debug: invalid free of ", 0), 0u) << line;
+}
+
 struct LeakLine {
   std::uint64_t bytes = 0, blocks = 0;
   std::string site;

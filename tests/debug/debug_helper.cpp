@@ -1,11 +1,13 @@
 // A program that debug_process_test runs, linked against libpoolalloc-debug.so, in the
 // environment the test chooses (POOLALLOC_ON_ERROR, POOLALLOC_LEAKS): argv[1] names what it
 // does. Whatever the debug heap reports goes to stderr, which the test reads.
+#include <dlfcn.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -111,6 +113,36 @@ int workload() {
   return 0;
 }
 
+// Reports written while another thread loads and unloads a module: the loader allocates while
+// it holds its own lock, so a report that asked the loader anything (dladdr) while holding the
+// debug heap's lock would wait for the loader while the loader waits for the heap. Interior
+// frees, reported and survived (POOLALLOC_ON_ERROR=report), until the loader has loaded the
+// module 300 times; it prints how many. An alarm ends a run that hangs.
+int reports_during_dlopen() {
+  alarm(20);
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> cycles{0};
+  std::thread loader([&] {
+    while (!stop.load()) {
+      void* module = dlopen(RELOAD_MODULE, RTLD_NOW | RTLD_LOCAL);
+      if (module == nullptr) std::abort();
+      dlclose(module);
+      cycles.fetch_add(1);
+    }
+  });
+  unsigned reports = 0;
+  while (cycles.load() < 300) {
+    auto* block = static_cast<char*>(std::malloc(opaque<std::size_t>(32)));
+    std::free(hide(block + 8));
+    std::free(block);
+    ++reports;
+  }
+  stop.store(true);
+  loader.join();
+  std::printf("%u\n", reports);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,5 +151,6 @@ int main(int argc, char** argv) {
   if (mode == "mistakes") return make_mistakes();
   if (mode == "leak") return leak();
   if (mode == "workload") return workload();
+  if (mode == "reports_during_dlopen") return reports_during_dlopen();
   return 2;
 }

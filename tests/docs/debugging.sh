@@ -57,7 +57,7 @@ expect_line "release: the report" \
 
 # The debug build: the double free and the overflow with their call sites; the read after free
 # shows the 0x5a fill.
-site='\(\./textures\)'
+site="\\($PWD/textures\\)"  # the module by its full path
 run debug env LD_PRELOAD="$debug" "${double_free[@]}"
 pa_expect "debug: a double free aborts" 134 "$status"
 expect_line "debug: the double free, with its call sites" \
