@@ -1,7 +1,10 @@
 // The exported C++ replaceable allocation functions: every operator new and delete that
 // libstdc++ exports. The size given to a sized delete is only a hint and is not trusted.
+#include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <new>
 
 #include "heap.hpp"
@@ -10,72 +13,81 @@
 #define POOLALLOC_EXPORT __attribute__((visibility("default")))
 #define CALLER __builtin_return_address(0)
 
-// The C++ runtime is the program's. libpoolalloc.so links none: a C program would load
-// libstdc++, libm and libgcc_s (1.3 MiB of resident memory, and their start-up) for nothing but
-// the bad_alloc that operator new throws here. So the runtime's symbols that this file uses are
-// weak references, which the loader binds to the runtime that a program calling operator new
-// has loaded (libstdc++, or libc++abi). Where none is loaded, as in a C program that dlopen()s
-// a C++ library with RTLD_LOCAL, they stay null: operator new then reports running out of
-// memory instead of throwing, and the nothrow forms return nullptr.
-asm(".weak __cxa_allocate_exception");
-asm(".weak __cxa_throw");
-asm(".weak __cxa_begin_catch");
-asm(".weak __cxa_end_catch");
-asm(".weak __gxx_personality_v0");
-asm(".weak _Unwind_Resume");
-asm(".weak _ZTISt9bad_alloc");        // typeinfo for std::bad_alloc
-asm(".weak _ZTVSt9bad_alloc");        // its vtable
-asm(".weak _ZNSt9bad_allocD1Ev");     // its destructor
-asm(".weak _ZSt15get_new_handlerv");  // std::get_new_handler
-asm(".weak _ZSt9terminatev");         // std::terminate, which clang's catch handlers call
-// Whether a runtime is loaded is asked of a function that both runtimes export and that no
-// compiler declares by itself: clang treats __cxa_throw, which it declares for every throw, as
-// never null, and folds the test away.
-extern "C" __attribute__((weak)) void* __cxa_get_globals();
-
 using namespace poolalloc::internal;
 
 namespace {
 
-bool have_cxx_runtime() {
-  return __cxa_get_globals != nullptr;
+// A failed allocation is the C++ runtime's business: [new.delete.single] calls the new-handler
+// and retries, and without a handler throws std::bad_alloc; the nothrow forms return null when
+// the handler throws. libpoolalloc.so links no runtime (a C program would load libstdc++, libm
+// and libgcc_s, 1.3 MiB of resident memory, for nothing), so a request that failed here goes to
+// the same operator of the program's runtime, looked up when it fails (a C program may load one
+// later, with a C++ library): that operator retries through this library's malloc or
+// aligned_alloc, calls the handler, and throws, and the exception unwinds through these
+// functions, which hold nothing. With no runtime loaded (or only one linked statically into a
+// library), the throwing forms report running out of memory and abort, and the nothrow forms
+// return null.
+template <class Operator>
+Operator runtime_operator(const char* mangled_name) {
+  if (void* found = dlsym(RTLD_NEXT, mangled_name)) return reinterpret_cast<Operator>(found);
+  // Not in the global scope: a runtime that came with a C++ library opened with RTLD_LOCAL
+  // (Python's extension modules are) is found by its name.
+  for (const char* runtime : {"libstdc++.so.6", "libc++.so.1"}) {
+    void* library = dlopen(runtime, RTLD_LAZY | RTLD_NOLOAD);
+    if (library == nullptr) continue;
+    void* found = dlsym(library, mangled_name);
+    dlclose(library);  // the reference RTLD_NOLOAD took: the library stays loaded
+    if (found != nullptr) return reinterpret_cast<Operator>(found);
+  }
+  return nullptr;
 }
 
-// [new.delete.single]: on failure call the new-handler and retry; without one, throw.
-template <class Allocate>
-void* allocate_or_throw(Allocate allocate_once, std::size_t size) {
-  for (;;) {
-    if (void* p = allocate_once()) return p;
-    if (!have_cxx_runtime()) report_out_of_memory_without_cxx_runtime(size);
-    const std::new_handler handler = std::get_new_handler();
-    if (handler == nullptr) throw std::bad_alloc();
-    handler();
-  }
+using New = void* (*)(std::size_t);
+using AlignedNew = void* (*)(std::size_t, std::align_val_t);
+using NothrowNew = void* (*)(std::size_t, const std::nothrow_t&) noexcept;
+using AlignedNothrowNew = void* (*)(std::size_t, std::align_val_t, const std::nothrow_t&) noexcept;
+
+// The runtimes refuse, with std::bad_alloc, an alignment that is not a power of two.
+bool valid(std::align_val_t alignment) {
+  const auto value = static_cast<std::size_t>(alignment);
+  return value != 0 && (value & (value - 1)) == 0;
 }
 
-template <class Allocate>
-void* allocate_or_null(Allocate allocate_once, std::size_t size) noexcept {
-  if (!have_cxx_runtime()) return allocate_once();
-  try {
-    return allocate_or_throw(allocate_once, size);
-  } catch (...) {
-    return nullptr;
-  }
+// The size to hand the runtime's aligned operator new. libstdc++ 12 rounds a size up to the
+// alignment without checking, so that an impossible size past SIZE_MAX - alignment wraps to a
+// small one, which it would allocate: such a size is passed as the largest that does not wrap,
+// equally impossible (over PTRDIFF_MAX).
+std::size_t unwrapping(std::size_t size, std::align_val_t alignment) {
+  return std::min(size, SIZE_MAX - (static_cast<std::size_t>(alignment) - 1));
 }
 
 void* plain(std::size_t size, const void* site) {
-  return allocate_or_throw([=] { return Heap::malloc(size, site); }, size);
+  if (void* p = Heap::malloc(size, site)) [[likely]]
+    return p;
+  if (const auto runtime = runtime_operator<New>("_Znwm")) return runtime(size);
+  report_out_of_memory_without_cxx_runtime(size);
 }
 void* aligned(std::size_t size, std::align_val_t alignment, const void* site) {
-  return allocate_or_throw(
-      [=] { return Heap::aligned(static_cast<std::size_t>(alignment), size, site); }, size);
+  if (valid(alignment)) {
+    if (void* p = Heap::aligned(static_cast<std::size_t>(alignment), size, site)) return p;
+  }
+  if (const auto runtime = runtime_operator<AlignedNew>("_ZnwmSt11align_val_t"))
+    return runtime(unwrapping(size, alignment), alignment);
+  report_out_of_memory_without_cxx_runtime(size);
 }
 void* plain_nothrow(std::size_t size, const void* site) noexcept {
-  return allocate_or_null([=] { return Heap::malloc(size, site); }, size);
+  if (void* p = Heap::malloc(size, site)) [[likely]]
+    return p;
+  const auto runtime = runtime_operator<NothrowNew>("_ZnwmRKSt9nothrow_t");
+  return runtime != nullptr ? runtime(size, std::nothrow_t{}) : nullptr;
 }
 void* aligned_nothrow(std::size_t size, std::align_val_t alignment, const void* site) noexcept {
-  return allocate_or_null(
-      [=] { return Heap::aligned(static_cast<std::size_t>(alignment), size, site); }, size);
+  if (valid(alignment)) {
+    if (void* p = Heap::aligned(static_cast<std::size_t>(alignment), size, site)) return p;
+  }
+  const auto runtime = runtime_operator<AlignedNothrowNew>("_ZnwmSt11align_val_tRKSt9nothrow_t");
+  return runtime != nullptr ? runtime(unwrapping(size, alignment), alignment, std::nothrow_t{})
+                            : nullptr;
 }
 
 // Linked from libpoolalloc.a, this object must bring exports.cpp's malloc with it: a program that

@@ -60,7 +60,8 @@ void report_corrupted_free_list(const void* p, unsigned cls) {
 void report_out_of_memory_without_cxx_runtime(std::size_t size) {
   detail::Message message;
   message << "poolalloc: operator new(" << std::uint64_t{size}
-          << "): out of memory, and no C++ runtime is loaded to throw std::bad_alloc";
+          << "): out of memory, and no C++ runtime is loaded in the global scope to throw "
+             "std::bad_alloc";
   detail::fatal(message);
 }
 

@@ -19,8 +19,8 @@ namespace poolalloc::internal {
 // block was written to (a use after free, or an overflow of the block before it).
 [[noreturn]] void report_corrupted_free_list(const void* p, unsigned cls);
 
-// operator new could not allocate `size` bytes, and no C++ runtime is loaded to throw
-// std::bad_alloc with (exports_new_delete.cpp).
+// operator new could not allocate `size` bytes, and no C++ runtime in the process's global scope
+// can throw std::bad_alloc (exports_new_delete.cpp).
 [[noreturn]] void report_out_of_memory_without_cxx_runtime(std::size_t size);
 
 }  // namespace poolalloc::internal

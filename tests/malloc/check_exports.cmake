@@ -3,7 +3,7 @@
 #  - no __libc_* name is defined (we forward to glibc's through them);
 #  - nothing else is exported: the internals are hidden;
 #  - the library depends on the C library alone: no C++ runtime, which a C program would load
-#    for nothing (exports_new_delete.cpp reaches the program's through weak references).
+#    for nothing (exports_new_delete.cpp hands a failed operator new to the program's).
 # Usage: cmake -DLIBRARY=<path to the library> [-DREADELF=<readelf>] -P check_exports.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT LIBRARY)

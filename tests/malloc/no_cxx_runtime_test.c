@@ -1,7 +1,10 @@
 /* A C program loads no C++ runtime, and libpoolalloc.so brings none (a C program would pay
  * 1.3 MiB of resident memory for it). operator new, reached as a C++ library that a C program
- * opened would reach it, then cannot throw std::bad_alloc: its nothrow form returns NULL, and
- * its throwing form reports running out of memory and aborts. */
+ * opened would reach it, then cannot throw std::bad_alloc while none is loaded: its nothrow form
+ * returns NULL, and its throwing form reports running out of memory and aborts. Once the
+ * program opens a C++ library (argv[1]) with RTLD_GLOBAL or RTLD_LOCAL (argv[2]: global or
+ * local), operator new throws, calls the new-handler and returns NULL from its nothrow forms as
+ * the standard says, through the runtime that library brought. */
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
@@ -41,7 +44,35 @@ static int status_of_throwing_new(New throwing_new, char* report, size_t capacit
   return status;
 }
 
-int main(void) {
+typedef int (*PluginCheck)(void);
+
+/* Opens the C++ library `path` (with RTLD_GLOBAL, or RTLD_LOCAL) and runs its checks; 0 when
+ * all passed. */
+static int check_with_a_runtime_loaded_later(const char* path, int scope) {
+  void* plugin = dlopen(path, RTLD_NOW | scope);
+  if (plugin == NULL) return fail(dlerror());
+  static const char* const checks[] = {
+      "plugin_small_new_works",
+      "plugin_new_throws_bad_alloc",
+      "plugin_new_calls_the_handler_then_throws",
+      "plugin_nothrow_new_calls_the_handler_then_returns_null",
+      "plugin_aligned_new_throws_bad_alloc",
+      "plugin_aligned_new_refuses_an_alignment_not_a_power_of_two",
+  };
+  int failures = 0;
+  for (size_t i = 0; i < sizeof checks / sizeof checks[0]; ++i) {
+    const PluginCheck check = (PluginCheck)dlsym(plugin, checks[i]);
+    if (check == NULL || check() != 1) {
+      fprintf(stderr, "failed: %s\n", checks[i]);
+      ++failures;
+    }
+  }
+  return failures;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3 || (strcmp(argv[2], "global") != 0 && strcmp(argv[2], "local") != 0))
+    return fail("usage: no_cxx_runtime_test CXX_PLUGIN global|local");
   if (dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD) != NULL)
     return fail("libstdc++ is loaded in a C program linked with poolalloc");
   const NothrowNew nothrow_new = (NothrowNew)dlsym(RTLD_DEFAULT, "_ZnwmRKSt9nothrow_t");
@@ -59,5 +90,6 @@ int main(void) {
     fprintf(stderr, "operator new's report: \"%s\"\n", report);
     return 1;
   }
-  return 0;
+  return check_with_a_runtime_loaded_later(
+      argv[1], strcmp(argv[2], "global") == 0 ? RTLD_GLOBAL : RTLD_LOCAL);
 }
