@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 #include "os.hpp"
@@ -34,9 +35,44 @@ constexpr std::size_t kMaxMmapThreshold = std::size_t{32} << 20;
 constexpr std::size_t kMinMmapThreshold = std::size_t{128} << 10;
 // The least free space at the top of a glibc heap that glibc keeps rather than hands back.
 constexpr std::size_t kMinTrimThreshold = std::size_t{8} << 20;
-// The program set one of the thresholds with mallopt (maybe from a constructor that ran before
-// start-up): they are its own from then on.
+// glibc's defaults of the two thresholds that poolalloc sets (DEFAULT_MMAP_THRESHOLD and
+// DEFAULT_TRIM_THRESHOLD).
+constexpr int kDefaultThreshold = 128 << 10;
+
+// mallopt's parameters that turn glibc's dynamic thresholds off, and the value the program gave
+// each (kUnset while it gave none). The program set one (maybe from a constructor that ran
+// before start-up): they are its own from then on.
+constexpr int kThresholdParams[] = {M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX};
+constexpr int kUnset = INT32_MIN;
+constinit std::atomic<int> g_program_thresholds[std::size(kThresholdParams)] = {kUnset, kUnset,
+                                                                                kUnset, kUnset};
 constinit std::atomic<bool> g_program_sets_thresholds{false};
+// poolalloc set glibc's thresholds at start-up.
+constinit std::atomic<bool> g_took_over_thresholds{false};
+
+// glibc's thresholds as a program of glibc alone that made the same mallopt calls would have
+// them: its own values, and glibc's defaults in place of poolalloc's.
+void apply_program_thresholds() {
+  for (std::size_t i = 0; i < std::size(kThresholdParams); ++i) {
+    const int param = kThresholdParams[i];
+    const int value = g_program_thresholds[i].load(std::memory_order_acquire);
+    if (value != kUnset) {
+      __libc_mallopt(param, value);
+    } else if (param == M_MMAP_THRESHOLD || param == M_TRIM_THRESHOLD) {
+      __libc_mallopt(param, kDefaultThreshold);
+    }
+  }
+}
+
+// After poolalloc applied thresholds of its own: if the program set one meanwhile, from another
+// thread, its values are applied again over poolalloc's. The program's mallopt records its
+// value before it raises the flag, so the values read here are at least those of the calls
+// that raised it.
+void yield_thresholds_to_the_program() {
+  if (!g_program_sets_thresholds.load(std::memory_order_acquire)) return;
+  g_system_mmap_threshold.store(SIZE_MAX, std::memory_order_relaxed);
+  apply_program_thresholds();
+}
 
 // The thresholds for requests up to `size` bytes. glibc maps a request whose chunk (the size,
 // its header, rounded up to 16) reaches the mmap threshold, and its own rule raises the
@@ -99,24 +135,30 @@ void raise_system_thresholds(std::size_t size) {
   for (std::size_t applied = size;;) {
     apply_system_thresholds(applied);
     const std::size_t now = g_system_mmap_threshold.load(std::memory_order_relaxed);
-    if (now == applied || now == SIZE_MAX) return;
+    if (now == applied || now == SIZE_MAX) break;
     applied = now;
   }
+  yield_thresholds_to_the_program();
 }
 
 void take_over_system_thresholds() {
-  if (g_program_sets_thresholds.load(std::memory_order_relaxed) || environment_sets_thresholds())
+  if (g_program_sets_thresholds.load(std::memory_order_acquire) || environment_sets_thresholds())
     return;
+  g_took_over_thresholds.store(true, std::memory_order_release);
   apply_system_thresholds(kMinMmapThreshold);
   g_system_mmap_threshold.store(kMinMmapThreshold, std::memory_order_relaxed);
+  yield_thresholds_to_the_program();
 }
 
 int system_mallopt(int param, int value) {
-  if (param == M_MMAP_THRESHOLD || param == M_TRIM_THRESHOLD || param == M_TOP_PAD ||
-      param == M_MMAP_MAX) {
-    g_program_sets_thresholds.store(true, std::memory_order_relaxed);
-    g_system_mmap_threshold.store(SIZE_MAX, std::memory_order_relaxed);
-  }
+  const auto* const found =
+      std::find(std::begin(kThresholdParams), std::end(kThresholdParams), param);
+  if (found == std::end(kThresholdParams)) return __libc_mallopt(param, value);
+  g_program_thresholds[found - std::begin(kThresholdParams)].store(value,
+                                                                   std::memory_order_release);
+  g_program_sets_thresholds.store(true, std::memory_order_release);
+  g_system_mmap_threshold.store(SIZE_MAX, std::memory_order_relaxed);
+  if (g_took_over_thresholds.load(std::memory_order_acquire)) apply_program_thresholds();
   return __libc_mallopt(param, value);
 }
 

@@ -80,5 +80,21 @@ TEST(LargeBlocks, ProgramsMalloptThresholdHolds) {
   EXPECT_EQ(status, 0);
 }
 
+// A program that sets the mmap threshold alone gets glibc's default trim threshold back with
+// it, as under glibc alone, not poolalloc's 8 MiB: the heap's free 1.6 MiB top, over the
+// default, goes back to the OS after each round and is faulted in again at the next (about 400
+// faults a round; poolalloc's threshold left in force: about 50 in all).
+TEST(LargeBlocks, ProgramsMmapThresholdAloneBringsBackGlibcsTrimThreshold) {
+  const int status = in_child([] {
+    free(malloc(opaque<size_t>(400 << 10)));  // poolalloc raises its thresholds
+    if (mallopt(M_MMAP_THRESHOLD, 256 << 10) != 1) return 2;
+    const long faults = faults_of_rounds(20);
+    std::printf("%ld page faults in 19 rounds of 8 x 200 KiB\n", faults);
+    std::fflush(stdout);  // the child leaves with _exit
+    return faults > 19 * 200 ? 0 : 1;
+  });
+  EXPECT_EQ(status, 0);
+}
+
 }  // namespace
 }  // namespace malloc_test
