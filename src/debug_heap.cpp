@@ -300,11 +300,13 @@ void report_invalid(const char* operation, const void* p, const void* site,
   message << "poolalloc-debug: ";
   if (freed == nullptr) freed = g_quarantine.find(address);
   if (freed != nullptr) {
-    message << "double free: " << operation << " of ";
+    // A second free is a double free; a realloc or malloc_usable_size of a freed block, a use.
+    const bool freeing = std::strcmp(operation, "free") == 0;
+    message << (freeing ? "double free: " : "use after free: ") << operation << " of ";
     describe(message, freed->record);
     message << " at ";
     append_call_site(message, site);
-    message << "; first freed at ";
+    message << (freeing ? "; first freed at " : "; freed at ");
     append_call_site(message, freed->freed_at);
   } else if (const BlockRecord* live = g_registry.find_containing(address)) {
     message << "invalid " << operation << " of " << p << " at ";

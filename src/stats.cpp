@@ -316,10 +316,7 @@ struct mallinfo pooled_mallinfo() {
 }
 
 int pooled_malloc_info(int options, FILE* stream) {
-  if (options != 0) {
-    errno = EINVAL;
-    return -1;
-  }
+  if (options != 0) return EINVAL;  // as glibc answers, errno untouched
   // Everything is read first, and no allocator lock is held while stdio runs: the stream's
   // buffer and the memory stream below are allocated through malloc.
   Snapshot snapshot;

@@ -49,7 +49,7 @@ TEST(DebugFork, UseAfterFreeInsideAForkHandlerIsReported) {
         fork_handlers_call(free_then_ask_the_size, nullptr, nullptr);
         fork_with_a_second_thread();
       },
-      "double free: malloc_usable_size of 0x[0-9a-f]+ \\(40 bytes .*first freed at");
+      "use after free: malloc_usable_size of 0x[0-9a-f]+ \\(40 bytes .*; freed at");
 }
 
 void free_twice() {

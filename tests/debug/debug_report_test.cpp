@@ -51,6 +51,16 @@ class DebugReportDeathTest : public testing::Test {
   void SetUp() override { GTEST_FLAG_SET(death_test_style, "fast"); }
 };
 
+// A realloc or malloc_usable_size of a block in the quarantine uses a freed block: it is not
+// named a double free.
+TEST_F(DebugReportDeathTest, ReallocOfAFreedBlockIsAUseAfterFree) {
+  void* p = debug_site_malloc(opaque(kSize));
+  debug_site_free(p);
+  EXPECT_DEATH(free(realloc(hide(p), 64)), "^poolalloc-debug: use after free: realloc of " +
+                                               pooled_block(hex(p), kSize, "debug_site_malloc") +
+                                               " at .*; freed at " + site("debug_site_free"));
+}
+
 TEST_F(DebugReportDeathTest, DoubleFree) {
   void* p = debug_site_malloc(opaque(kSize));
   debug_site_free(p);

@@ -494,10 +494,10 @@ TEST(MallocInfo, GlibcsDocumentWithThePoolsAdded) {
   EXPECT_NE(text.find("<size from=\"16\" to=\"16\" total=\""), std::string::npos) << text;
   EXPECT_GE(xml_figure(text, "<system type=\"current\" size=\""), stats.bytes_held) << text;
   EXPECT_GE(xml_figure(text, "<aspace type=\"total\" size=\""), stats.bytes_held) << text;
-  errno = 0;
   FILE* stream = fopen("/dev/null", "w");
-  EXPECT_EQ(malloc_info(1, stream), -1);
-  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(malloc_info(1, stream), EINVAL);  // glibc 2.36 returns it, and leaves errno alone
+  EXPECT_EQ(errno, 0);
   fclose(stream);
 }
 
