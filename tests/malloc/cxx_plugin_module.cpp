@@ -15,6 +15,12 @@ std::size_t huge() {
   return size;
 }
 
+// An alignment that is not a power of two, hidden from the compiler (clang refuses a constant).
+std::align_val_t odd_alignment() {
+  volatile std::size_t alignment = 48;
+  return std::align_val_t{alignment};
+}
+
 int g_handler_calls = 0;
 // A new-handler that can do nothing once: it gives up its place, so the next failure throws.
 void handler_that_gives_up() {
@@ -53,9 +59,9 @@ MODULE_EXPORT int plugin_nothrow_new_calls_the_handler_then_returns_null() {
 
 MODULE_EXPORT int plugin_aligned_new_refuses_an_alignment_not_a_power_of_two() {
   try {
-    ::operator delete (::operator new (64, std::align_val_t{48}), std::align_val_t{48});
+    ::operator delete(::operator new(64, odd_alignment()), odd_alignment());
   } catch (const std::bad_alloc&) {
-    return ::operator new (64, std::align_val_t{48}, std::nothrow) == nullptr ? 1 : 0;
+    return ::operator new(64, odd_alignment(), std::nothrow) == nullptr ? 1 : 0;
   }
   return 0;
 }
