@@ -31,6 +31,10 @@ status=0
 "$wrapper" no-such-command-xyz >missing.out 2>missing.err || status=$?
 pa_expect "missing command: status 127" 127 "$status"
 pa_expect "missing command: message" "poolalloc: no-such-command-xyz: command not found" "$(cat missing.err)"
+pa_expect "--version with POOLALLOC_STATS_FILE set: the version, and no statistics file" \
+  "poolalloc $(sed -n 's/^#define POOLALLOC_VERSION_STRING "\(.*\)"$/\1/p' \
+    "$pa_dir/../../include/poolalloc/poolalloc.h")|0" \
+  "$(POOLALLOC_STATS_FILE="$PWD/version-stats" "$wrapper" --version)|$(find . -name 'version-stats*' | wc -l)"
 status=0
 "$wrapper" -h >short_help.out 2>&1 || status=$?
 pa_expect "-h is --help" "0|same" "$status|$(cmp -s help.out short_help.out && echo same)"
