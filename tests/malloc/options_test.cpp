@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "poolalloc/poolalloc.h"
@@ -56,6 +58,92 @@ TEST(Options, RegionSizeAcceptsExactlyEightMToSixtyFourT) {
     EXPECT_EQ(stderr_of(std::string("POOLALLOC_REGION_SIZE=") + rejected, "ls /"),
               std::string("poolalloc: ignoring POOLALLOC_REGION_SIZE=") + rejected + expected)
         << rejected;
+}
+
+// tuning.md: a size is a decimal number with an optional K, M, G or T, in either case, and
+// nothing else: no spaces, no fractions, no KiB or MB.
+TEST(Options, SizesAreANumberAndOneSuffixInEitherCase) {
+  for (const char* accepted : {"16g", "16G", "16384m", "16777216k", "17179869184"})
+    EXPECT_EQ(stderr_of(std::string("POOLALLOC_REGION_SIZE=") + accepted, "ls /"), "") << accepted;
+  for (const char* rejected :
+       {"16.5G", "16 G", " 16G", "16GiB", "16GB", "16Gb", "+16G", "0x1000000000"})
+    EXPECT_EQ(stderr_of(std::string("POOLALLOC_REGION_SIZE='") + rejected + "'", "ls /"),
+              std::string("poolalloc: ignoring POOLALLOC_REGION_SIZE=") + rejected +
+                  " (expected a size from 8M to 64T, such as 16G); using 68719476736\n")
+        << rejected;
+}
+
+// tuning.md: options are read once, at start-up, "a program that calls setenv changes nothing
+// for itself; the programs it starts read their own environment when they start".
+TEST(Options, ReadOnceAtStartUpSoASetenvChangesNothingForTheProgram) {
+  ASSERT_EQ(setenv("POOLALLOC_MAX_POOLED", "0", 1), 0);
+  void* block = malloc(64);
+  bool pooled_in_a_new_thread = false;
+  std::thread([&] {
+    void* other = malloc(64);
+    pooled_in_a_new_thread = poolalloc_owns(other) != 0;
+    free(other);
+  }).join();
+  unsetenv("POOLALLOC_MAX_POOLED");
+  EXPECT_NE(poolalloc_owns(block), 0);
+  EXPECT_TRUE(pooled_in_a_new_thread);
+  free(block);
+  // A shell that exports a wrong value: only the program it then starts reports it.
+  EXPECT_EQ(stderr_of("", "sh -c 'export POOLALLOC_MAX_POOLED=lots; ls / >/dev/null'"),
+            "poolalloc: ignoring POOLALLOC_MAX_POOLED=lots (expected a size from 0 to 32768); "
+            "using 32768\n");
+}
+
+// tuning.md: "A child of fork() keeps its parent's options (it does not read them again); a
+// program started with exec reads them afresh, and reports a wrong variable again."
+TEST(Options, AWrongValueIsReportedByEachProgramNotByItsForkedChildren) {
+  const std::string line =
+      "poolalloc: ignoring POOLALLOC_MAX_POOLED=lots (expected a size from 0 to 32768); "
+      "using 32768\n";
+  const ScratchDirectory scratch;
+  const auto forked = run_preloaded("POOLALLOC_MAX_POOLED=lots",
+                                    STATS_FD_HELPER " fork 3 " + scratch.path() + "/children");
+  EXPECT_EQ(forked.status, 0);
+  EXPECT_EQ(forked.err, line);
+  // The shell and the two programs it runs: three images, three reports.
+  EXPECT_EQ(stderr_of("POOLALLOC_MAX_POOLED=lots", "sh -c 'ls / && ls /'"), line + line + line);
+}
+
+// A gid that this process may give a file and that differs from its real gid, so that the
+// file, made set-group-ID, runs secure; -1 when there is none (not root, no other group).
+gid_t group_for_a_set_group_id_file() {
+  if (geteuid() == 0) return getgid() == 65534 ? 65533 : 65534;
+  gid_t groups[256];
+  const int count = getgroups(256, groups);
+  for (int i = 0; i < count; ++i)
+    if (groups[i] != getgid()) return groups[i];
+  return static_cast<gid_t>(-1);
+}
+
+// tuning.md: where the kernel marks the process secure (AT_SECURE: set-user-ID or set-group-ID
+// programs), "the whole environment is ignored: every option keeps its default and nothing is
+// reported". The same program, not set-group-ID, reads the same variables.
+TEST(Options, SetGroupIdProgramsIgnoreTheEnvironment) {
+  const std::string environment =
+      "POOLALLOC_MAX_POOLED=0 POOLALLOC_STATS=1 POOLALLOC_VERBOSE=1 POOLALLOC_DECAY_MS=soon";
+  const auto plain = run_preloaded(environment, SECURE_HELPER, "");
+  EXPECT_EQ(plain.status, 0) << "not secure, and malloc(64) went to glibc";
+  EXPECT_NE(plain.err.find("POOLALLOC_MAX_POOLED   0 B"), std::string::npos) << plain.err;
+
+  const std::string copy = std::string(SECURE_HELPER) + "-set-group-id";
+  unlink(copy.c_str());
+  ASSERT_EQ(system(("cp " SECURE_HELPER " " + copy).c_str()), 0);
+  const gid_t group = group_for_a_set_group_id_file();
+  if (group == static_cast<gid_t>(-1) || chown(copy.c_str(), static_cast<uid_t>(-1), group) != 0 ||
+      chmod(copy.c_str(), 02755) != 0) {
+    unlink(copy.c_str());
+    GTEST_SKIP() << "cannot make a set-group-ID program here";
+  }
+  const auto secure = run_preloaded(environment, copy, "");
+  unlink(copy.c_str());
+  if ((secure.status & 1) == 0) GTEST_SKIP() << "set-group-ID ignored (a nosuid mount?)";
+  EXPECT_EQ(secure.status, 3) << "malloc(64) went to glibc: POOLALLOC_MAX_POOLED=0 was read";
+  EXPECT_EQ(secure.err, "");
 }
 
 TEST(Options, MaxPooledSendsLargerRequestsToTheSystem) {

@@ -184,6 +184,13 @@ TEST(Realloc, AcrossSizeClassesKeepsContents) {
   free(p);
 }
 
+std::string hex_address(const void* p) {
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x0*%lx",
+                static_cast<unsigned long>(reinterpret_cast<uintptr_t>(p)));
+  return hex;
+}
+
 std::string address_regex(const void* p) {
   char hex[32];
   std::snprintf(hex, sizeof hex, "%lx", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(p)));
@@ -202,6 +209,22 @@ TEST_F(BadFreeDeathTest, InteriorPointerOfAPooledBlockAborts) {
   ASSERT_NE(poolalloc_owns(block), 0);
   char* interior = hide(block + 16);
   EXPECT_DEATH(free(interior), address_regex(interior));
+  free(block);
+}
+
+// malloc.md: an interior pointer "is reported and the process aborts, from free, realloc and
+// malloc_usable_size", not only from free.
+TEST_F(BadFreeDeathTest, InteriorPointerAbortsInReallocAndMallocUsableSize) {
+  auto* block = static_cast<char*>(malloc(opaque<size_t>(64)));
+  ASSERT_NE(poolalloc_owns(block), 0);
+  char* interior = hide(block + 16);
+  const auto message = [&](const char* operation) {
+    return std::string("^poolalloc: ") + operation + "\\(" + hex_address(interior) +
+           "\\): not a block: it points 16 bytes into the 64-byte block at " + hex_address(block) +
+           " \\(size class 3\\)\n";
+  };
+  EXPECT_DEATH(hide(realloc(interior, opaque<size_t>(8))), message("realloc"));
+  EXPECT_DEATH(malloc_usable_size(interior), message("malloc_usable_size"));
   free(block);
 }
 
@@ -228,13 +251,6 @@ std::vector<size_t> class_sizes() {
 }
 
 constexpr size_t kSpanSize = size_t{128} << 10;  // spans start on multiples of their size
-
-std::string hex_address(const void* p) {
-  char hex[32];
-  std::snprintf(hex, sizeof hex, "0x0*%lx",
-                static_cast<unsigned long>(reinterpret_cast<uintptr_t>(p)));
-  return hex;
-}
 
 // The tail of a span whose block size does not divide it: the first byte past its last whole
 // block lies on a multiple of the block size but starts no block. Accepted, it would be handed

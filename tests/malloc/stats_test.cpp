@@ -294,6 +294,27 @@ std::string contents(int fd) {
   return text;
 }
 
+// malloc.md: "malloc_stats() writes the same table to stderr" as poolalloc_print_stats(fd):
+// both written one after the other, with nothing allocated between them, byte for byte.
+TEST(MallocStats, WritesTheTablePoolallocPrintStatsWritesOnStderr) {
+  void* block = malloc(opaque<std::size_t>(64));
+  const int stderr_capture = memfd_create("stderr", MFD_CLOEXEC);
+  const int direct = memfd_create("direct", MFD_CLOEXEC);
+  const int saved_stderr = dup(STDERR_FILENO);
+  dup2(stderr_capture, STDERR_FILENO);
+  malloc_stats();
+  dup2(saved_stderr, STDERR_FILENO);
+  poolalloc_print_stats(direct);
+  close(saved_stderr);
+  const std::string via_malloc_stats = contents(stderr_capture);
+  const std::string via_print_stats = contents(direct);
+  close(stderr_capture);
+  close(direct);
+  free(block);
+  EXPECT_NE(via_print_stats.find("\npooled requests: "), std::string::npos) << via_print_stats;
+  EXPECT_EQ(via_malloc_stats, via_print_stats);
+}
+
 TEST(StatsOutput, PrintsTheWholeTableWithACancellationPending) {
   g_captured_stderr = memfd_create("stderr", MFD_CLOEXEC);
   g_captured_direct = memfd_create("direct", MFD_CLOEXEC);
