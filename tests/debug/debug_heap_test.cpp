@@ -21,6 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include "poolalloc/poolalloc.h"
+
 #include "malloc_test_util.hpp"
 #include "run_helper.hpp"
 
@@ -193,6 +195,18 @@ TEST(DebugAlignment, LargeAlignmentTouchesOnlyTheGuards) {
   const long grown_kib = (resident_pages() - before) * (sysconf(_SC_PAGESIZE) / 1024);
   EXPECT_LT(grown_kib, 1024) << "RSS grew by " << grown_kib << " KiB for a 16-byte block";
   free(p);
+}
+
+// statistics.md and tuning.md: in the debug build "a freed block counts as live until it
+// leaves the quarantine" (16 MiB by default, so a 24-byte block stays in it).
+TEST(DebugStats, ABlockInTheQuarantineCountsAsLive) {
+  poolalloc_stats allocated{}, freed{};
+  void* p = malloc(opaque<std::size_t>(24));
+  ASSERT_EQ(poolalloc_get_stats(&allocated), 0);
+  free(p);
+  ASSERT_EQ(poolalloc_get_stats(&freed), 0);
+  EXPECT_EQ(freed.pooled_live, allocated.pooled_live);
+  EXPECT_EQ(freed.pooled_frees, allocated.pooled_frees);
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

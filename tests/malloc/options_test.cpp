@@ -251,6 +251,25 @@ TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
                                        "  POOLALLOC_QUARANTINE   1500 B\n");
 }
 
+// tuning.md: "The block is printed by each process image: once per program, not again in
+// forked children."
+TEST(Verbose, PrintedByEachProgramNotByItsForkedChildren) {
+  const auto blocks = [](const std::string& err) {
+    std::size_t count = 0;
+    for (std::size_t at = err.find(", release build, pid "); at != std::string::npos;
+         at = err.find(", release build, pid ", at + 1))
+      ++count;
+    return count;
+  };
+  const ScratchDirectory scratch;
+  const auto forked = run_preloaded("POOLALLOC_VERBOSE=1",
+                                    STATS_FD_HELPER " fork 3 " + scratch.path() + "/children");
+  EXPECT_EQ(forked.status, 0);
+  EXPECT_EQ(blocks(forked.err), 1u) << forked.err;
+  const std::string programs = stderr_of("POOLALLOC_VERBOSE=1", "sh -c 'ls / && ls /'");
+  EXPECT_EQ(blocks(programs), 3u) << programs;
+}
+
 // The block comes after the reports of invalid values and unknown variables, in one write.
 TEST(Verbose, ComesAfterTheReports) {
   const std::string err =
