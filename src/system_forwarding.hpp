@@ -66,11 +66,9 @@ inline void* system_calloc(std::size_t size) {
 inline void* system_memalign(std::size_t alignment, std::size_t size) {
   return counted(__libc_memalign(alignment, size), size);
 }
+// A request too, of the new size, whether glibc moves the block or not.
 inline void* system_realloc(void* p, std::size_t size) {
-  void* block = __libc_realloc(p, size);
-  if (size > g_system_mmap_threshold.load(std::memory_order_relaxed)) [[unlikely]]
-    raise_system_thresholds(size);
-  return block;
+  return counted(__libc_realloc(p, size), size);
 }
 inline void system_free(void* p) {
   __libc_free(p);

@@ -157,6 +157,110 @@ TEST(StatsPerClass, TotalsAreTheSumOfTheRows) {
   EXPECT_GE(rows_of(table)[k32KiB].live, 1u) << table.text;
 }
 
+// What one stretch of calls changed in poolalloc_get_stats(): the calls run in this thread
+// alone, so the differences are theirs.
+struct Counts {
+  std::uint64_t pooled_requests, pooled_frees, system_requests, system_bytes;
+  bool operator==(const Counts&) const = default;
+};
+std::ostream& operator<<(std::ostream& out, const Counts& c) {
+  return out << "{pooled requests " << c.pooled_requests << ", pooled frees " << c.pooled_frees
+             << ", system requests " << c.system_requests << ", system bytes " << c.system_bytes
+             << "}";
+}
+
+template <class Calls>
+Counts counts_of(const Calls& calls) {
+  poolalloc_stats before{}, after{};
+  poolalloc_get_stats(&before);
+  calls();
+  poolalloc_get_stats(&after);
+  return {after.pooled_requests - before.pooled_requests, after.pooled_frees - before.pooled_frees,
+          after.system_requests - before.system_requests, after.system_bytes - before.system_bytes};
+}
+
+constexpr std::size_t kForwarded = 40000;  // above the largest class: glibc's
+
+// statistics.md: the system-forwarded line counts the allocations passed to glibc and the bytes
+// they asked for. One malloc and ten reallocs that grow the block to 39 MiB are eleven of them
+// (they once showed as one request of 40,000 bytes).
+TEST(StatsSystemForwarded, EveryReallocOfAGlibcBlockIsARequest) {
+  std::uint64_t bytes = kForwarded;
+  const Counts counts = counts_of([&] {
+    void* p = malloc(opaque(kForwarded));
+    for (std::size_t size = kForwarded, i = 0; i < 10; ++i) {
+      size = size * 9 / 4;
+      bytes += size;
+      p = realloc(p, opaque(size));
+      ASSERT_NE(p, nullptr);
+    }
+    free(p);
+  });
+  EXPECT_EQ(counts, (Counts{0, 0, 11, bytes}));
+}
+
+// A realloc that moves a block between the pools and glibc counts where the new block comes
+// from, and the old one is given back: pools to glibc is a pooled free and a system request; a
+// glibc block made small stays in glibc, a system request of the new size.
+TEST(StatsSystemForwarded, ReallocBetweenThePoolsAndGlibc) {
+  void* p = nullptr;
+  EXPECT_EQ(counts_of([&] { p = malloc(opaque<size_t>(100)); }), (Counts{1, 0, 0, 0}));
+  EXPECT_EQ(counts_of([&] { p = realloc(p, opaque<size_t>(110)); }), (Counts{0, 0, 0, 0}))
+      << "the same class: the block stays, no request";
+  EXPECT_EQ(counts_of([&] { p = realloc(p, opaque<size_t>(1000)); }), (Counts{1, 1, 0, 0}));
+  EXPECT_EQ(counts_of([&] { p = realloc(p, opaque(kForwarded)); }), (Counts{0, 1, 1, kForwarded}));
+  EXPECT_EQ(counts_of([&] { p = realloc(p, opaque<size_t>(100)); }), (Counts{0, 0, 1, 100}));
+  EXPECT_EQ(counts_of([&] { free(p); }), (Counts{0, 0, 0, 0}));
+}
+
+// realloc(p, 0) frees p: no request. realloc(NULL, n) is a malloc.
+TEST(StatsSystemForwarded, ReallocToZeroAndFromNull) {
+  void* p = nullptr;
+  EXPECT_EQ(counts_of([&] { p = realloc(nullptr, opaque(kForwarded)); }),
+            (Counts{0, 0, 1, kForwarded}));
+  EXPECT_EQ(counts_of([&] { p = realloc(p, opaque<size_t>(0)); }), (Counts{0, 0, 0, 0}));
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(counts_of([&] { p = realloc(nullptr, opaque<size_t>(64)); }), (Counts{1, 0, 0, 0}));
+  EXPECT_EQ(counts_of([&] { p = realloc(p, opaque<size_t>(0)); }), (Counts{0, 1, 0, 0}));
+}
+
+// calloc and every aligned form: the bytes asked for, not the alignment's padding.
+TEST(StatsSystemForwarded, CallocAndTheAlignedForms) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  constexpr std::size_t kAlignment = std::size_t{64} << 10;  // above every class: glibc's
+  std::vector<void*> blocks;
+  blocks.reserve(6);
+  const Counts counts = counts_of([&] {
+    blocks.push_back(calloc(opaque<size_t>(4), opaque(kForwarded / 4)));
+    blocks.push_back(memalign(opaque(kAlignment), opaque<size_t>(100)));
+    blocks.push_back(aligned_alloc(opaque(kAlignment), opaque<size_t>(200)));
+    void* aligned = nullptr;
+    EXPECT_EQ(posix_memalign(&aligned, opaque(kAlignment), opaque<size_t>(300)), 0);
+    blocks.push_back(aligned);
+    blocks.push_back(valloc(opaque(kForwarded)));
+    blocks.push_back(pvalloc(opaque(kForwarded)));
+    for (void* block : blocks) free(block);
+  });
+  const std::size_t pvalloc_bytes = (kForwarded + page - 1) / page * page;
+  EXPECT_EQ(counts, (Counts{0, 0, 6, kForwarded + 100 + 200 + 300 + kForwarded + pvalloc_bytes}));
+}
+
+// A call that fails serves nothing: no request, in either figure, and a failed realloc leaves
+// the block and the counts as they were.
+TEST(StatsSystemForwarded, FailedCallsAreNotCounted) {
+  constexpr std::size_t kTooLarge = std::size_t{1} << 62;
+  void* p = malloc(opaque(kForwarded));
+  const Counts counts = counts_of([&] {
+    EXPECT_EQ(malloc(opaque(kTooLarge)), nullptr);
+    EXPECT_EQ(calloc(opaque<size_t>(2), opaque(kTooLarge)), nullptr);  // overflows
+    EXPECT_EQ(calloc(opaque<size_t>(1), opaque(kTooLarge)), nullptr);
+    EXPECT_EQ(realloc(p, opaque(kTooLarge)), nullptr);
+    EXPECT_EQ(memalign(opaque<size_t>(4096), opaque(kTooLarge)), nullptr);
+  });
+  free(p);
+  EXPECT_EQ(counts, (Counts{0, 0, 0, 0}));
+}
+
 // pooled_peak is the most blocks out of their spans at once over all classes, not the sum of
 // each class's own peak: 10,000 blocks of each of four classes, one class after the other,
 // are 10,000 at once (plus what the test framework holds), not 40,000.
