@@ -1,5 +1,5 @@
-// The names of the POOLALLOC_* variables the library knows, and the known name nearest to one
-// it does not (for "did you mean" in the report of an unknown option).
+// The names of the POOLALLOC_* variables the library knows, and the option that a name it does
+// not know most likely misspells (reported with "did you mean"; any other name is left alone).
 #pragma once
 
 #include <cstddef>
@@ -41,12 +41,15 @@ inline bool is_option_name(std::string_view name) {
   return false;
 }
 
+inline char upper(char c) {
+  return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+}
+
 // Edits (insertions, deletions, substitutions, swaps of neighbours) from a to b, letter case
 // aside; larger than any real distance for names longer than kLongest.
 inline std::size_t edit_distance(std::string_view a, std::string_view b) {
   constexpr std::size_t kLongest = 32;
   if (a.size() > kLongest || b.size() > kLongest) return kLongest + 1;
-  auto upper = [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; };
   std::uint8_t d[kLongest + 1][kLongest + 1];
   for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = static_cast<std::uint8_t>(i);
   for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = static_cast<std::uint8_t>(j);
@@ -65,10 +68,6 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-// The known name a mistyped POOLALLOC_* name most likely meant, compared without the prefix:
-// the nearest within two edits (three for names of eight letters or more), or failing that the
-// longest that it begins with or that begins with it, for four letters or more
-// (POOLALLOC_QUARANTINE_SIZE: POOLALLOC_QUARANTINE). Empty if none.
 // A name that starts with kOptionPrefix, without it. (remove_prefix rather than substr, which
 // would make the library call libstdc++'s out_of_range thrower.)
 inline std::string_view without_option_prefix(std::string_view name) {
@@ -76,26 +75,44 @@ inline std::string_view without_option_prefix(std::string_view name) {
   return name;
 }
 
-inline std::string_view nearest_option_name(std::string_view name) {
+// Whether `text` begins with `start`, letter case aside.
+inline bool begins_with(std::string_view text, std::string_view start) {
+  if (text.size() < start.size()) return false;
+  for (std::size_t i = 0; i < start.size(); ++i) {
+    if (upper(text[i]) != upper(start[i])) return false;
+  }
+  return true;
+}
+
+// The option a POOLALLOC_* name that names none most likely meant: a likely misspelling.
+// Compared without the prefix and letter case aside, the typed name T is a misspelling of
+// option O when
+//   - T is within two edits of O (an insertion, deletion or substitution of a letter, or a
+//     swap of two neighbours), and the edits are fewer than half of O's letters (STAT, stats,
+//     VERBOES, STATSFILE; a short name is not two edits from every other short name), or
+//   - one of T and O begins with the other, the shorter having four letters or more (DECAY,
+//     QUARANTINE_SIZE).
+// Of several, the nearest (fewest edits), then the first in kOptionNames. Empty for any other
+// name: a program's or a script's own variable (POOLALLOC_LIB, POOLALLOC_HOME) is none of
+// poolalloc's business, and is left alone.
+inline std::string_view misspelt_option(std::string_view name) {
+  constexpr std::size_t kShortestBeginning = 4;
   const std::string_view typed = without_option_prefix(name);
-  std::string_view nearest;
-  std::size_t nearest_distance = SIZE_MAX;
+  std::string_view meant;
+  std::size_t meant_distance = SIZE_MAX;
   for (std::string_view known : kOptionNames) {
-    const std::string_view suffix = without_option_prefix(known);
-    const std::size_t distance = edit_distance(typed, suffix);
-    const std::size_t allowed = suffix.size() >= 8 ? 3 : 2;
-    if (distance <= allowed && distance < nearest_distance) {
-      nearest = known;
-      nearest_distance = distance;
+    const std::string_view option = without_option_prefix(known);
+    const std::size_t distance = edit_distance(typed, option);
+    const bool typo = distance <= 2 && 2 * distance < option.size();
+    const std::string_view shorter = typed.size() < option.size() ? typed : option;
+    const bool same_beginning = shorter.size() >= kShortestBeginning &&
+                                (begins_with(typed, option) || begins_with(option, typed));
+    if ((typo || same_beginning) && distance < meant_distance) {
+      meant = known;
+      meant_distance = distance;
     }
   }
-  if (!nearest.empty() || typed.size() < 4) return nearest;
-  for (std::string_view known : kOptionNames) {
-    const std::string_view suffix = without_option_prefix(known);
-    if ((typed.starts_with(suffix) || suffix.starts_with(typed)) && known.size() > nearest.size())
-      nearest = known;
-  }
-  return nearest;
+  return meant;
 }
 
 }  // namespace poolalloc::internal

@@ -161,29 +161,30 @@ void keep_initial_stderr() {
   g_options.stats_fd = duplicate_stderr_high();
 }
 
-// Every POOLALLOC_* variable that names no option, with the known name it most likely meant.
-// After kMostShown of them, one line counts the rest.
-void report_unknown_options() {
+// Every POOLALLOC_* variable that is a likely misspelling of an option (misspelt_option), with
+// the option it most likely meant; after kMostShown of them, one line counts the rest. Other
+// names that no option has are a program's own, and are left alone: the library is silent by
+// default.
+void report_misspelt_options() {
   constexpr std::uint64_t kMostShown = 8;
-  std::uint64_t unknown = 0;
+  std::uint64_t misspelt = 0;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     if (!text.starts_with(kOptionPrefix)) continue;
     const std::string_view name(text.data(), std::min(text.find('='), text.size()));
-    if (is_option_name(name) || ++unknown > kMostShown) continue;
+    if (is_option_name(name)) continue;
+    const std::string_view meant = misspelt_option(name);
+    if (meant.empty() || ++misspelt > kMostShown) continue;
     detail::Message message;
     message << "poolalloc: unknown option ";
     append_shown(message, text, kShownValue);
-    message << " ignored";
-    const std::string_view meant = nearest_option_name(name);
-    if (!meant.empty()) message << " (did you mean " << meant << "?)";
-    message << "\n";
+    message << " ignored (did you mean " << meant << "?)\n";
     message.write_to(STDERR_FILENO);
   }
-  if (unknown > kMostShown) {
+  if (misspelt > kMostShown) {
     detail::Message message;
-    message << "poolalloc: " << unknown - kMostShown
-            << " more unknown POOLALLOC_* variables ignored\n";
+    message << "poolalloc: " << misspelt - kMostShown
+            << " more misspelt POOLALLOC_* options ignored\n";
     message.write_to(STDERR_FILENO);
   }
 }
@@ -234,7 +235,7 @@ bool read_options() {
   bool report_only = !g_options.abort_on_error;
   read_flag(Option::kOnError, "abort", "report", report_only);
   g_options.abort_on_error = !report_only;
-  report_unknown_options();
+  report_misspelt_options();
   return true;
 }
 

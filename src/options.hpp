@@ -1,6 +1,7 @@
 // Options, read once from POOLALLOC_* environment variables without allocating (docs/tuning.md
 // describes them). An invalid value is reported once on stderr and the default is kept; so is
-// a POOLALLOC_* variable that names no option.
+// a POOLALLOC_* variable that is a likely misspelling of an option (option_names.hpp). Any other
+// POOLALLOC_* name is left alone.
 #pragma once
 
 #include <linux/limits.h>
@@ -52,7 +53,7 @@ inline constinit Options g_options;
 // served as the options say.
 inline constinit std::size_t g_pooled_limit = 0;
 
-// Reads the environment into g_options and reports unknown POOLALLOC_* variables; false while
+// Reads the environment into g_options and reports misspelt POOLALLOC_* variables; false while
 // the C runtime has not set up `environ` yet (called again later then). Ignores the
 // environment in set-user-ID programs.
 bool read_options();
