@@ -224,7 +224,9 @@ void describe(detail::Message& message, const BlockRecord& record) {
   message << ")";
 }
 
-// A detected error: one line on stderr, then abort unless POOLALLOC_ON_ERROR=report.
+// A detected error: one line on stderr, then abort unless POOLALLOC_ON_ERROR=report. Each
+// report is made under detail::NoCancellation from its first look-up of a call site (a read of
+// /proc/self/maps) to its write, both cancellation points, most under g_lock.
 void report(detail::Message& message) {
   if (g_options.abort_on_error) detail::fatal(message);
   message << "\n";
@@ -250,6 +252,7 @@ void check_guards(const BlockRecord& record, const char* when) {
     }
   }
   if (before == 0 && after == 0) return;
+  const detail::NoCancellation whole_report;
   detail::Message message;
   message << "poolalloc-debug: buffer overflow " << when << ": ";
   if (after != 0) message << std::uint64_t{after} << " bytes past the end";
@@ -270,6 +273,7 @@ void check_freed_fill(const FreedBlock& block, const char* when) {
   const std::byte* bytes = user_bytes(block.record);
   for (std::size_t i = 0; i < block.record.size; ++i) {
     if (bytes[i] == std::byte{kFreedFill}) continue;
+    const detail::NoCancellation whole_report;
     detail::Message message;
     message << "poolalloc-debug: write after free " << when << ": byte " << std::uint64_t{i}
             << " of ";
@@ -296,6 +300,7 @@ void release_later(const FreedBlock& block) {
 void report_invalid(const char* operation, const void* p, const void* site,
                     const FreedBlock* freed = nullptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
+  const detail::NoCancellation whole_report;
   detail::Message message;
   message << "poolalloc-debug: ";
   if (freed == nullptr) freed = g_quarantine.find(address);
@@ -366,6 +371,7 @@ void free_locked(const DeferredOperation& operation) {
     return;  // in report mode: leave the memory alone rather than corrupt anything
   }
   if (operation.expected_size != SIZE_MAX && operation.expected_size != record.size) {
+    const detail::NoCancellation whole_report;
     detail::Message message;
     message << "poolalloc-debug: sized delete with the wrong size: "
             << std::uint64_t{operation.expected_size} << " bytes given at ";
@@ -442,6 +448,7 @@ void report_leaks() {
   // Group live blocks by call site, in memory of its own: nothing here may call malloc.
   const std::size_t capacity = g_registry.size();
   if (capacity == 0) return;
+  const detail::NoCancellation whole_report;
   auto* sites = static_cast<LeakSite*>(os_map(capacity * sizeof(LeakSite)));
   if (sites == nullptr) return;
   std::size_t site_count = 0;
@@ -582,6 +589,10 @@ bool DebugHeap::trim(std::size_t pad) {
 
 void DebugHeap::print_stats(int fd) {
   internal::print_stats(fd);
+}
+
+void DebugHeap::malloc_stats() {
+  print_malloc_stats();
 }
 
 poolalloc_stats DebugHeap::stats() {

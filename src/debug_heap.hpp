@@ -35,6 +35,7 @@ struct DebugHeap {
   static bool owns(const void* p);
   static bool trim(std::size_t pad);
   static void print_stats(int fd);
+  static void malloc_stats();
   static poolalloc_stats stats();
   static struct mallinfo2 mallinfo2();
   static struct mallinfo mallinfo();

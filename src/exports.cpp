@@ -137,7 +137,7 @@ POOLALLOC_EXPORT int mallopt(int param, int value) {
 }
 
 POOLALLOC_EXPORT void malloc_stats() {
-  Heap::print_stats(STDERR_FILENO);
+  Heap::malloc_stats();
 }
 
 POOLALLOC_EXPORT struct mallinfo2 mallinfo2() {

@@ -34,6 +34,7 @@ struct ReleaseHeap {
   static bool owns(const void* p) { return region_owns(p) && class_of_block(p) != kClassCount; }
   static bool trim(std::size_t pad) { return internal::trim(pad); }
   static void print_stats(int fd) { internal::print_stats(fd); }
+  static void malloc_stats() { print_malloc_stats(); }
   static poolalloc_stats stats() { return collect_stats(); }
   static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
   static struct mallinfo mallinfo() { return pooled_mallinfo(); }

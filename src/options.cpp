@@ -218,6 +218,7 @@ void report_debug_line(OutputBuffer& out, Option option, const detail::Message& 
 bool read_options() {
   if (environ == nullptr) return false;
   if (getauxval(AT_SECURE) != 0) return true;
+  const detail::NoCancellation whole_reports;  // the library may be loaded by any thread
   read_size(Option::kMaxPooled, 0, kLargestClassSize, "a size from 0 to 32768",
             g_options.max_pooled);
   read_size(Option::kRegionSize, std::size_t{8} << 20, std::size_t{64} << 40,
@@ -241,6 +242,7 @@ bool read_options() {
 
 void report_options(bool debug_build) {
   if (!g_options.verbose) return;
+  const detail::NoCancellation whole_block;
   OutputBuffer out(STDERR_FILENO);
   detail::Message line;
   line << "poolalloc " << POOLALLOC_VERSION_STRING << ", " << (debug_build ? "debug" : "release")

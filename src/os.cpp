@@ -127,7 +127,10 @@ std::uint64_t mix_bits(std::uint64_t x) {
 
 std::uint64_t os_random_bits() {
   std::uint64_t bits = 0;
-  if (getrandom(&bits, sizeof bits, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof bits))
+  // The system call, not glibc's getrandom(), which is a cancellation point: a thread with a
+  // cancellation pending that loads the library (dlopen) would be cancelled in the middle of its
+  // initialisation, with the loader's lock held and every other thread waiting for it to end.
+  if (syscall(SYS_getrandom, &bits, sizeof bits, GRND_NONBLOCK) == static_cast<long>(sizeof bits))
     return bits;
   // No entropy yet (early boot): the 16 random bytes the kernel gave the process, which also
   // seed glibc's stack and pointer guards, through a one-way combination with the clock and the

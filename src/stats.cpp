@@ -69,13 +69,12 @@ void take_snapshot(Snapshot& snapshot) {
   totals.retained_bytes = retained_bytes();
 }
 
-// While the table is written: no cancellation (write is a cancellation point, and glibc's
-// malloc_stats disables it too), and no SIGPIPE for a reader that has gone: the signal is
-// blocked, and one that the writing raised is taken back before it is unblocked.
+// While the table is written: no cancellation (detail::NoCancellation), and no SIGPIPE for a
+// reader that has gone: the signal is blocked, and one that the writing raised is taken back
+// before it is unblocked.
 class QuietOutput {
  public:
   QuietOutput() : saved_errno_(errno) {
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state_);
     sigset_t pipe;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
@@ -96,15 +95,14 @@ class QuietOutput {
       }
     }
     pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-    pthread_setcancelstate(cancel_state_, nullptr);
     errno = saved_errno_;  // failed writes (EPIPE) are no concern of the caller's
   }
   QuietOutput(const QuietOutput&) = delete;
   QuietOutput& operator=(const QuietOutput&) = delete;
 
  private:
+  const detail::NoCancellation whole_output_;  // constructed first, destroyed last
   int saved_errno_;
-  int cancel_state_ = PTHREAD_CANCEL_ENABLE;
   sigset_t old_mask_;
   bool was_pending_ = false;
 };
@@ -268,6 +266,12 @@ void print_stats(int fd) {
   print_table(fd);
 }
 
+void print_malloc_stats() {
+  const QuietOutput quiet;
+  print_table(STDERR_FILENO);
+  system_malloc_stats();
+}
+
 void print_stats_at_exit() {
   if (!g_options.stats) return;
   const QuietOutput quiet;
@@ -317,6 +321,8 @@ struct mallinfo pooled_mallinfo() {
 
 int pooled_malloc_info(int options, FILE* stream) {
   if (options != 0) return EINVAL;  // as glibc answers, errno untouched
+  // The stream's writes are cancellation points: the document is written whole.
+  const detail::NoCancellation whole_document;
   // Everything is read first, and no allocator lock is held while stdio runs: the stream's
   // buffer and the memory stream below are allocated through malloc.
   Snapshot snapshot;

@@ -14,6 +14,9 @@ namespace poolalloc::internal {
 // Writes the table to fd. The thread cannot be cancelled while it prints, and a reader that
 // has gone (EPIPE) ends the table instead of raising SIGPIPE.
 void print_stats(int fd);
+// malloc_stats(): the table on stderr, then glibc's own report, of the arenas that serve what
+// was forwarded to it; the thread cannot be cancelled in between either.
+void print_malloc_stats();
 // POOLALLOC_STATS=1 at exit: the table goes to the stderr the program started with, through
 // fd 2 or the copy of it taken at start-up, whichever still refers to it; never into a file
 // the program opened since under either number. With POOLALLOC_STATS_FILE, it goes to that

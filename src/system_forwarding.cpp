@@ -186,4 +186,10 @@ int system_malloc_info(int options, FILE* stream) {
   return function != nullptr ? function(options, stream) : 0;
 }
 
+void system_malloc_stats() {
+  static std::atomic<void (*)()> cached{nullptr};
+  auto function = glibc_function(cached, "malloc_stats");
+  if (function != nullptr) function();
+}
+
 }  // namespace poolalloc::internal

@@ -81,5 +81,6 @@ std::size_t system_usable_size(void* p);
 int system_trim(std::size_t pad);
 struct mallinfo2 system_mallinfo2();
 int system_malloc_info(int options, FILE* stream);
+void system_malloc_stats();
 
 }  // namespace poolalloc::internal

@@ -233,6 +233,32 @@ TEST(DebugOnErrorReport, ReportsAndCarriesOn) {
       << lines[1];
 }
 
+// A thread with a cancellation pending reports whole (the look-up of a call site and the write
+// are cancellation points, made with the heap's lock held), carries on, and is cancelled after:
+// the heap stays usable.
+TEST(DebugOnErrorReport, AThreadWithACancellationPendingReportsWholeAndCarriesOn) {
+  const auto result = run_helper("mistakes_cancel_pending", {"POOLALLOC_ON_ERROR=report"});
+  EXPECT_TRUE(exited_with(result, 0)) << result.status << "\n" << result.err;
+  EXPECT_EQ(result.out, "still running\n");
+  const auto lines = lines_of(result.err);
+  ASSERT_EQ(lines.size(), 2u) << result.err;
+  EXPECT_EQ(lines[0].rfind("poolalloc-debug: double free: free of ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("; first freed at debug_site_free+0x"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1].rfind("poolalloc-debug: buffer overflow found when the block was freed", 0),
+            0u)
+      << lines[1];
+}
+
+// The default, abort: the report is written whole and the process aborts, though the thread
+// has a cancellation pending.
+TEST(DebugOnErrorReport, AThreadWithACancellationPendingReportsWholeAndAborts) {
+  const auto result = run_helper("mistakes_cancel_pending", {});
+  EXPECT_TRUE(WIFSIGNALED(result.status) && WTERMSIG(result.status) == SIGABRT) << result.status;
+  EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
+  EXPECT_NE(result.err.find("; first freed at debug_site_free+0x"), std::string::npos)
+      << result.err;
+}
+
 TEST(DebugOnErrorReport, AbortsByDefault) {
   const auto result = run_helper("mistakes", {});
   EXPECT_TRUE(WIFSIGNALED(result.status) && WTERMSIG(result.status) == SIGABRT) << result.status;
@@ -248,6 +274,22 @@ TEST(DebugOnErrorReport, ReportsWhileAnotherThreadLoadsModules) {
   ASSERT_EQ(std::to_string(lines.size()) + "\n", result.out) << result.err.substr(0, 2000);
   for (const std::string& line : lines)
     ASSERT_EQ(line.rfind("poolalloc-debug: invalid free of ", 0), 0u) << line;
+}
+
+// exit() from a thread with a cancellation pending: the leak report is written whole, as is
+// the statistics table, and the process exits with the status it asked for.
+TEST(DebugLeakReport, ExitFromAThreadWithACancellationPendingWritesTheWholeReport) {
+  const auto result =
+      run_helper("leak_exit_cancel_pending", {"POOLALLOC_LEAKS=1", "POOLALLOC_STATS=1"});
+  EXPECT_TRUE(exited_with(result, 0)) << result.status << "\n" << result.err;
+  EXPECT_EQ(result.err.rfind("poolalloc-debug: leak report: ", 0), 0u) << result.err;
+  EXPECT_NE(result.err.find(" bytes in 3 blocks allocated at leak_site_small+0x"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find(" bytes in 1 blocks allocated at leak_site_large+0x"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("\nresident in RAM, of both: "), std::string::npos) << result.err;
 }
 
 struct LeakLine {

@@ -3,9 +3,11 @@
 // does. Whatever the debug heap reports goes to stderr, which the test reads.
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -143,6 +145,41 @@ int reports_during_dlopen() {
   return 0;
 }
 
+// Runs body in a thread that has a cancellation pending (deferred: acted on at its next
+// cancellation point), under a watchdog: a report cancelled in the middle, with the heap's lock
+// held, leaves the program waiting for ever.
+int with_cancel_pending(void (*body)()) {
+  alarm(10);
+  pthread_t thread;
+  void* result = nullptr;
+  const int created = pthread_create(
+      &thread, nullptr,
+      [](void* run) -> void* {
+        pthread_cancel(pthread_self());
+        reinterpret_cast<void (*)()>(run)();
+        pthread_testcancel();
+        return nullptr;
+      },
+      reinterpret_cast<void*>(body));
+  if (created != 0 || pthread_join(thread, &result) != 0) return 2;
+  return result == PTHREAD_CANCELED ? 0 : 3;
+}
+
+// make_mistakes' double free and overflow in a thread with a cancellation pending; the main
+// thread then uses the heap.
+int mistakes_cancel_pending() {
+  const int status = with_cancel_pending([] { make_mistakes(); });
+  free(malloc(opaque<std::size_t>(24)));
+  return status;
+}
+
+// The leak report, and the destructors that write it, run in a thread that calls exit() with a
+// cancellation pending.
+int leak_exit_cancel_pending() {
+  leak();
+  return 10 + with_cancel_pending([] { std::exit(0); });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,5 +189,7 @@ int main(int argc, char** argv) {
   if (mode == "leak") return leak();
   if (mode == "workload") return workload();
   if (mode == "reports_during_dlopen") return reports_during_dlopen();
+  if (mode == "mistakes_cancel_pending") return mistakes_cancel_pending();
+  if (mode == "leak_exit_cancel_pending") return leak_exit_cancel_pending();
   return 2;
 }

@@ -60,6 +60,27 @@ void expect_second_release_aborts(void* p, Release release) {
   release(p);  // the parent's copy of p is still live
 }
 
+void* free_twice_with_cancel_pending(void* p) {
+  pthread_cancel(pthread_self());  // deferred: acted on at the next cancellation point
+  free(p);
+  free(hide(p));
+  return nullptr;
+}
+
+// The report's write is a cancellation point: a thread with a cancellation pending must still
+// write the whole report and abort, not be cancelled out of free() with the heap misused.
+TEST_F(DoubleFreeDeathTest, AThreadWithACancellationPendingReportsAndAborts) {
+  void* p = malloc(opaque<size_t>(64));
+  EXPECT_DEATH(
+      {
+        pthread_t thread;
+        if (pthread_create(&thread, nullptr, free_twice_with_cancel_pending, p) == 0)
+          pthread_join(thread, nullptr);
+      },
+      double_free_of_64(p));
+  free(p);
+}
+
 TEST_F(DoubleFreeDeathTest, ImmediateDoubleFreeAborts) {
   void* p = malloc(opaque<size_t>(64));
   ASSERT_NE(poolalloc_owns(p), 0);

@@ -307,6 +307,29 @@ TEST(Verbose, ComesAfterTheReports) {
   EXPECT_NE(err.find("  POOLALLOC_DECAY_MS     1000 ms (default)\n"), std::string::npos) << err;
 }
 
+// Every output of the library finishes what it started, whichever thread writes it: a thread
+// with a cancellation pending (write is a cancellation point) that loads the library writes
+// the reports of its options and the verbose block whole, and is cancelled after the load.
+TEST(OptionReports, AreWrittenWholeWithACancellationPending) {
+  const auto run = run_preloaded("POOLALLOC_STAT=1 POOLALLOC_VERBOSE=1",
+                                 STATS_FD_HELPER " dlopen-cancelled " POOLALLOC_LIBRARY, "");
+  EXPECT_EQ(run.status, 0) << run.err;
+  const std::string err = without_pids(run.err);
+  EXPECT_EQ(err.rfind("poolalloc: unknown option POOLALLOC_STAT=1 ignored (did you mean "
+                      "POOLALLOC_STATS?)\npoolalloc " POOLALLOC_VERSION_STRING ", release build",
+                      0),
+            0u)
+      << err;
+  EXPECT_TRUE(err.ends_with("  POOLALLOC_REGION_SIZE  64 GiB (default)\n")) << err;
+}
+
+// The table at exit is written whole by a thread that calls exit() with a cancellation pending.
+TEST(StatsDestination, ExitFromAThreadWithACancellationPendingWritesTheWholeTable) {
+  const auto run = run_preloaded("POOLALLOC_STATS=1", STATS_FD_HELPER " exit-cancelled");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("\nresident in RAM, of both: "), std::string::npos) << run.err;
+}
+
 // Runs the descriptor helper in `mode` with POOLALLOC_STATS=1, its stderr into a file, and
 // returns its exit status; *data and *err receive the data file and what stderr got.
 int run_helper(const std::string& mode, std::string* data, std::string* err) {

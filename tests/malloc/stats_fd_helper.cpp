@@ -11,7 +11,16 @@
 //   fork N DATA      forks N children that exit at once, together, with exit() (so that each
 //                    writes its table), and writes their process ids to DATA, one a line
 //   chdir            changes to / before it exits
+//   exit-cancelled   exits from a thread that has a cancellation pending: the library's
+//                    destructors, the table among them, run in that thread
+//   dlopen-cancelled LIBRARY
+//                    loads LIBRARY (run with nothing preloaded) from a thread that has a
+//                    cancellation pending, so that the library's reports at start-up are written
+//                    by that thread, then loads it again from the main thread; 0 when the thread
+//                    was cancelled after the load, not in it (a watchdog ends a hang)
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +71,28 @@ int fork_children(int count, const char* path) {
   return failures == 0 ? 0 : 5;
 }
 
+void* exit_cancelled(void*) {
+  pthread_cancel(pthread_self());
+  exit(0);
+}
+
+void* g_loaded = nullptr;
+void* load_cancelled(void* path) {
+  pthread_cancel(pthread_self());
+  g_loaded = dlopen(static_cast<const char*>(path), RTLD_NOW | RTLD_LOCAL);
+  pthread_testcancel();
+  return nullptr;
+}
+
+// Runs body(arg) in a thread and joins it: its result, or nullptr if it could not run.
+void* in_thread(void* (*body)(void*), void* arg) {
+  pthread_t thread;
+  void* result = nullptr;
+  if (pthread_create(&thread, nullptr, body, arg) != 0) return nullptr;
+  pthread_join(thread, &result);
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +117,16 @@ int main(int argc, char** argv) {
   }
   if (strcmp(argv[1], "fork") == 0 && argc == 4) return fork_children(atoi(argv[2]), argv[3]);
   if (strcmp(argv[1], "chdir") == 0) return chdir("/") == 0 ? 0 : 2;
+  if (strcmp(argv[1], "exit-cancelled") == 0) {
+    alarm(10);  // a thread cancelled inside exit() would leave the process waiting here
+    in_thread(exit_cancelled, nullptr);
+    return 3;
+  }
+  if (strcmp(argv[1], "dlopen-cancelled") == 0 && argc == 3) {
+    alarm(10);  // a loader lock left held by the cancelled thread: the second dlopen waits
+    if (in_thread(load_cancelled, argv[2]) != PTHREAD_CANCELED || g_loaded == nullptr) return 4;
+    return dlopen(argv[2], RTLD_NOW | RTLD_LOCAL) == g_loaded ? 0 : 5;
+  }
   if (strcmp(argv[1], "slow-exit") == 0) {
     usleep(200 * 1000);
     return 0;

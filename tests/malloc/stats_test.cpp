@@ -3,6 +3,7 @@
 // left the 32 KiB class out of the totals), and the reports under pressure: a cancelled thread,
 // a pipe whose reader has gone, a thousand live threads, threads allocating while it is read,
 // mallinfo past 2 GiB, malloc_info on a full disk.
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -438,6 +439,91 @@ TEST(StatsOutput, PrintsTheWholeTableWithACancellationPending) {
   EXPECT_NE(via_print_stats.find("pooled requests: "), std::string::npos) << via_print_stats;
   close(g_captured_stderr);
   close(g_captured_direct);
+}
+
+// glibc's tst-malloc-stats-cancellation, ported: a thread released with a cancellation pending
+// calls malloc_stats(), then fputs() to stderr. The whole of malloc_stats' output must come out
+// (the table, then glibc's report of its arenas, which ends with "max mmap bytes"), and the
+// thread must be cancelled at the fputs, which writes nothing. stderr is a pipe (writes to a
+// memory stream are no cancellation points), drained by a thread of its own.
+struct Drained {
+  int fd;
+  std::string text;
+};
+
+void* drain(void* arg) {
+  auto* drained = static_cast<Drained*>(arg);
+  char buffer[4096];
+  for (ssize_t n; (n = read(drained->fd, buffer, sizeof buffer)) > 0;)
+    drained->text.append(buffer, static_cast<std::size_t>(n));
+  return nullptr;
+}
+
+void* malloc_stats_then_fputs(void* gate) {
+  pthread_barrier_wait(static_cast<pthread_barrier_t*>(gate));  // not a cancellation point
+  malloc_stats();
+  fputs("this call should trigger cancellation\n", stderr);
+  return nullptr;
+}
+
+TEST(StatsOutput, MallocStatsWritesItsWholeReportWithACancellationPending) {
+  free(malloc(opaque<size_t>(1)));  // something in the table
+  int ends[2];
+  ASSERT_EQ(pipe2(ends, O_CLOEXEC), 0);
+  const int saved_stderr = dup(STDERR_FILENO);
+  dup2(ends[1], STDERR_FILENO);
+  close(ends[1]);
+  Drained drained{ends[0], {}};
+  pthread_t drainer, thread;
+  ASSERT_EQ(pthread_create(&drainer, nullptr, drain, &drained), 0);
+  pthread_barrier_t gate;
+  pthread_barrier_init(&gate, nullptr, 2);
+  void* result = nullptr;
+  const int created = pthread_create(&thread, nullptr, malloc_stats_then_fputs, &gate);
+  if (created == 0) {
+    pthread_cancel(thread);
+    pthread_barrier_wait(&gate);
+    pthread_join(thread, &result);
+  }
+  dup2(saved_stderr, STDERR_FILENO);  // the pipe's last writing end closes: the drainer ends
+  close(saved_stderr);
+  pthread_join(drainer, nullptr);
+  close(ends[0]);
+  pthread_barrier_destroy(&gate);
+  ASSERT_EQ(created, 0);
+  EXPECT_EQ(result, PTHREAD_CANCELED) << "the cancellation was lost";
+  const std::string& text = drained.text;
+  const std::size_t table_end = text.find("\nresident in RAM, of both: ");
+  const std::size_t glibc_end = text.find("max mmap bytes");
+  EXPECT_NE(table_end, std::string::npos) << text;
+  EXPECT_NE(glibc_end, std::string::npos) << text;
+  EXPECT_LT(table_end, glibc_end) << text;
+  EXPECT_EQ(text.find("this call should trigger cancellation"), std::string::npos) << text;
+}
+
+void* malloc_info_with_cancel_pending(void* stream) {
+  pthread_cancel(pthread_self());
+  malloc_info(0, static_cast<FILE*>(stream));
+  pthread_testcancel();
+  return nullptr;
+}
+
+// malloc_info writes to a FILE*, whose writes are cancellation points: the whole document comes
+// out, and the thread is cancelled after it.
+TEST(MallocInfo, WritesTheWholeDocumentWithACancellationPending) {
+  const int fd = memfd_create("malloc_info", MFD_CLOEXEC);
+  FILE* stream = fdopen(fd, "w");
+  ASSERT_NE(stream, nullptr);
+  setvbuf(stream, nullptr, _IONBF, 0);  // every piece is a write(2)
+  pthread_t thread;
+  void* result = nullptr;
+  ASSERT_EQ(pthread_create(&thread, nullptr, malloc_info_with_cancel_pending, stream), 0);
+  pthread_join(thread, &result);
+  const std::string text = contents(fd);
+  fclose(stream);
+  EXPECT_EQ(result, PTHREAD_CANCELED) << "the cancellation was lost";
+  EXPECT_EQ(text.rfind("<malloc version=\"1\">\n", 0), 0u) << text;
+  EXPECT_TRUE(text.ends_with("</malloc>\n")) << text;
 }
 
 bool sigpipe_pending() {

@@ -2,6 +2,7 @@
 // may allocate (inside malloc, before main, in a dying process).
 #pragma once
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -79,8 +80,26 @@ class Message {
   std::size_t length_ = 0;
 };
 
+// For its lifetime, the thread cannot be cancelled: an output started under it is finished.
+// write(2), and the open and read of the files a report names things from, are cancellation
+// points; a thread with a cancellation pending (deferred, the default) would otherwise be
+// cancelled in the middle of a report, leaving it cut and any lock held then held for ever.
+// glibc's malloc_stats does the same. The request is acted upon at the thread's next
+// cancellation point after the output.
+class NoCancellation {
+ public:
+  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &saved_); }
+  ~NoCancellation() { pthread_setcancelstate(saved_, nullptr); }
+  NoCancellation(const NoCancellation&) = delete;
+  NoCancellation& operator=(const NoCancellation&) = delete;
+
+ private:
+  int saved_ = PTHREAD_CANCEL_ENABLE;
+};
+
 // Misuse that would otherwise corrupt memory: say what and where on stderr, then abort.
 [[noreturn]] inline void fatal(Message& message) {
+  const NoCancellation whole_report;  // the report, then abort: never a cancelled thread
   message << "\n";
   message.write_to(STDERR_FILENO);
   std::abort();
