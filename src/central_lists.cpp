@@ -61,29 +61,40 @@ void** stack_of(unsigned cls) {
   return &g_stack_slots[kStackOffsets[cls]];
 }
 
-// A block of a span that is not full, with its free mark. The span's free list links blocks by
-// their index in the span, which keeps a damaged link inside the span: one that names no block
-// handed out, or a block without its free mark (a live one), is reported rather than followed.
-// A block never handed out before gets its mark here.
+// The block at `index` of the span's free list, once checked: its link may be followed.
+std::byte* sealed_block(const Span& span, std::uint32_t index, unsigned cls) {
+  std::byte* block = span.blocks.block_at(index);
+  if (index >= span.blocks.initialised_count() || !is_sealed_in_span(block)) [[unlikely]]
+    report_corrupted_free_list(block, cls);
+  return block;
+}
+
+// A block of a span that is not full, with its out-of-span mark. The span's free list links
+// blocks by their index in the span, which keeps a damaged link inside the span, and the link is
+// followed only from a block sealed in its span (free_block_marks.hpp): one that names no block
+// handed out, a block carved meanwhile (the list loops), or one cached, orphaned or live, or a
+// link written over, is reported rather than followed. A list that ends while the span still
+// counts free blocks (a link forged to skip some) is reported too.
 void* carve_block(Span& span, unsigned cls) {
   const std::uint32_t head = span.blocks.free_list_head();
   if (head == detail::LazyBlockList::kNoBlock) {
     void* block = span.blocks.allocate();
+    if (block == nullptr) [[unlikely]]
+      report_corrupted_free_list(nullptr, cls);
     set_mark(block);
     return block;
   }
-  if (head >= span.blocks.initialised_count()) [[unlikely]]
-    report_corrupted_free_list(span.blocks.block_at(head), cls);
-  void* block = span.blocks.allocate();
-  if (!is_marked_free(block)) [[unlikely]]
-    report_corrupted_free_list(block, cls);
+  void* block = sealed_block(span, head, cls);
+  (void)span.blocks.allocate();
+  set_mark(block);
   return block;
 }
 
 struct alignas(64) ClassList {
   Lock lock;  // third in the lock order (lock.hpp)
-  // Blocks given back while the lock was held for fork(), linked through their first word:
-  // pushed without the lock, drained into their spans by the next holder.
+  // Blocks given back while the lock was held for fork(), linked through their first word and
+  // marked orphaned (free_block_marks.hpp): pushed without the lock, drained into their spans by
+  // the next holder.
   std::atomic<void*> orphans{nullptr};
   std::uint32_t stacked = 0;  // blocks in the class's stack (stack_of)
   Span* partial = nullptr;    // spans with free blocks and used ones, doubly linked
@@ -115,9 +126,9 @@ struct alignas(64) ClassList {
     return count;
   }
   // Puts the blocks back into their spans; returns the spans that became empty, linked
-  // through Span::next, for the caller to release once the lock is dropped. The blocks keep
-  // their free marks there (the span's index link takes only the first 4 bytes), so a block
-  // freed again while it waits in its span is still recognised.
+  // through Span::next, for the caller to release once the lock is dropped. Each is sealed in
+  // its span (its link tagged, its mark the in-span one), so a block freed again while it
+  // waits there is still recognised.
   Span* return_to_spans(void* const* blocks, std::uint32_t count) {
     Span* to_release = nullptr;
     counters.blocks_out -= count;
@@ -127,6 +138,7 @@ struct alignas(64) ClassList {
       Span& span = span_of(block);
       if (span.blocks.full()) dlist_push(partial, span);
       span.blocks.deallocate(block);
+      seal_in_span(block);
       span.unpurged = true;
       if (!span.blocks.empty()) continue;
       dlist_unlink(partial, span);
@@ -140,8 +152,8 @@ struct alignas(64) ClassList {
     if (orphans.load(std::memory_order_relaxed) == nullptr) return nullptr;
     Span* to_release = nullptr;
     for (void* block = orphans.exchange(nullptr, std::memory_order_acquire); block != nullptr;) {
-      check_free_block(block, cls);
-      void* next = next_free(block);
+      check_orphan(block, cls);
+      void* next = next_orphan(block);
       list_splice(to_release, return_to_spans(&block, 1));
       block = next;
     }
@@ -149,10 +161,10 @@ struct alignas(64) ClassList {
   }
   // Without the lock, and without waiting: the blocks join the orphans.
   void orphan(void* const* blocks, std::uint32_t count) {
-    for (std::uint32_t i = 1; i < count; ++i) mark_free(blocks[i - 1], blocks[i]);
+    for (std::uint32_t i = 1; i < count; ++i) mark_orphaned(blocks[i - 1], blocks[i]);
     void* head = orphans.load(std::memory_order_relaxed);
     do {
-      mark_free(blocks[count - 1], head);
+      mark_orphaned(blocks[count - 1], head);
     } while (!orphans.compare_exchange_weak(head, blocks[0], std::memory_order_release,
                                             std::memory_order_relaxed));
   }
@@ -257,8 +269,18 @@ void purge_free_blocks() {
     for (Span* span = list.partial; span != nullptr; span = span->next) {
       if (!span->unpurged) continue;  // its free blocks gave their pages away already
       span->unpurged = false;
-      span->blocks.for_each_free_block(
-          [&](std::byte* block) { release_block_pages(block, class_size(cls)); });
+      // Checked as carve_block checks it, and no longer than the span counts: a damaged list
+      // is reported rather than followed to pages of live blocks, or around a loop.
+      const detail::LazyBlockList& blocks = span->blocks;
+      std::uint32_t listed =
+          blocks.free_count() - (blocks.block_count() - blocks.initialised_count());
+      for (std::uint32_t i = blocks.free_list_head(); i != detail::LazyBlockList::kNoBlock;) {
+        std::byte* block = sealed_block(*span, i, cls);
+        if (listed-- == 0) [[unlikely]]
+          report_corrupted_free_list(block, cls);
+        i = span_link_of(block);
+        release_block_pages(block, class_size(cls));
+      }
     }
   }
 }

@@ -7,12 +7,14 @@
 namespace poolalloc::internal {
 void choose_free_block_key() {
   const std::uint64_t key = os_random_bits();
-  // A zero key would make a block whose second word is its own address look free.
-  g_free_block_key = key != 0 ? key : 0x5bd1e9955bd1e995u;
+  // A key whose lower half is 0 would make a block whose second word is its own address look
+  // free (the marks differ in their upper half only).
+  g_free_block_key = static_cast<std::uint32_t>(key) != 0 ? key : 0x5bd1e9955bd1e995u;
 }
 
-void check_free_block(void* block, unsigned cls) {
-  if (!region_owns(block) || class_of_block(block) != cls || !is_marked_free(block)) [[unlikely]]
+void check_orphan(void* block, unsigned cls) {
+  if (!region_owns(block) || class_of_block(block) != cls || !carries_mark(block, Waits::kOrphaned))
+      [[unlikely]]
     report_corrupted_free_list(block, cls);
 }
 

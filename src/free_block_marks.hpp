@@ -1,29 +1,39 @@
-// Marks of free blocks. A pooled block that is free (in a thread cache, the central stack of
-// its class or back in its span) carries its mark in word 1:
+// Marks of free blocks. A pooled block that is free carries in word 1 a mark that says where it
+// waits, with a random key chosen once per process:
 //
-//   word 1: block ^ key
+//   out of its span (a thread cache, the central stack of its class):  block ^ key
+//   in its span's free list:                                             block ^ key ^ 2^32
+//   in the orphan list (given back while fork() holds its class's lock): block ^ key ^ 2^33
 //
-// with a random key chosen once per process. free() finds the mark in a block that is free
-// already and reports a double free; every path that hands a block out clears word 1, so a live
-// block holds its own mark only if the program wrote it there. Blocks are at least 16 bytes,
-// so word 1 always exists. A mark depends on the block's address, so one copied elsewhere
-// (stale bytes of a span carved again for another class, moved by a program) never passes for
-// another's.
+// free() finds a mark in a block that is free already and reports a double free, wherever the
+// block waits; every path that hands a block out clears word 1, so a live block holds a mark only
+// if the program wrote it there. The three marks differ only in their upper half, so the free
+// fast path compares the lower half alone, one compare as for one mark, and leaves the rare
+// match to the slow path's whole check (is_marked_free). Blocks are at least 16 bytes, so word 1
+// always exists. A mark depends on the block's address, so one copied elsewhere (stale bytes of a
+// span carved again for another class, moved by a program) never passes for another's.
 //
 // The thread caches and the central stacks keep free blocks as arrays of pointers, outside the
 // blocks, so nothing a program writes into a freed block can redirect a later malloc. Links
-// through free blocks remain in two places, both checked before they are followed: a span's free
-// list (indices in the first 4 bytes, see central_lists.cpp) and the rare list of blocks given
-// back while fork() holds a class's lock, whose word 0 is
+// through free blocks remain in two places, both checked before they are followed, and each
+// leads only to a block that carries the mark of its own list, which the slow path switches as
+// it takes the block off:
+// - a span's free list (central_lists.cpp): word 0 holds the 4-byte index of the next free block
+//   of the span and, in its other 4 bytes, a keyed tag of the block and that index
+//   (seal_span_link). A write into the link that does not know the key breaks the tag and is
+//   reported; a link that leads to a block carved meanwhile (a loop), a cached, orphaned or live
+//   one finds no in-span mark there and is reported too.
+// - the rare orphan list, whose word 0 is
 //
-//   word 0: next ^ mark
+//     word 0: next ^ mark
 //
-// safe-linked as glibc does and keyed too: a forged or damaged link leads to a block without its
-// mark, which is reported (check_free_block) instead of followed.
+//   safe-linked as glibc does and keyed too: a forged or damaged link leads to a block without
+//   the orphan mark, which is reported (check_free_block) instead of followed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace poolalloc::internal {
 
@@ -31,7 +41,7 @@ namespace poolalloc::internal {
 // the rest of a free block's pages go back to the OS.
 inline constexpr std::size_t kFreeBlockHeader = 2 * sizeof(std::uintptr_t);
 
-// Never 0 once chosen.
+// Its lower half is never 0 once chosen.
 inline constinit std::uintptr_t g_free_block_key = 0;
 
 // Chooses the key (getrandom, or the kernel's AT_RANDOM bytes hashed); once, at
@@ -42,38 +52,87 @@ inline std::uintptr_t* words_of(void* block) {
   return static_cast<std::uintptr_t*>(block);
 }
 
-inline std::uintptr_t mark_of(const void* block) {
-  return reinterpret_cast<std::uintptr_t>(block) ^ g_free_block_key;
+// Where a free block waits (see above): what its mark adds to `block ^ key`.
+enum class Waits : std::uintptr_t {
+  kOutOfSpan = 0,
+  kInSpan = std::uintptr_t{1} << 32,
+  kOrphaned = std::uintptr_t{1} << 33,
+};
+
+inline std::uintptr_t mark_of(const void* block, Waits where = Waits::kOutOfSpan) {
+  return reinterpret_cast<std::uintptr_t>(block) ^ g_free_block_key ^
+         static_cast<std::uintptr_t>(where);
 }
 
+// The free fast path's check: whether `word` may be one of the block's marks, given its
+// out-of-span mark. Rarely true of a live block (its lower half matching), which the slow path
+// then tells apart with is_marked_free.
+inline bool may_be_a_mark(std::uintptr_t word, std::uintptr_t mark) {
+  return static_cast<std::uint32_t>(word) == static_cast<std::uint32_t>(mark);
+}
+
+inline bool carries_mark(void* block, Waits where) {
+  return words_of(block)[1] == mark_of(block, where);
+}
+
+// Whether the block carries any of its marks: free already, wherever it waits.
 inline bool is_marked_free(void* block) {
-  return words_of(block)[1] == mark_of(block);
+  const std::uintptr_t where = words_of(block)[1] ^ mark_of(block);
+  return where == static_cast<std::uintptr_t>(Waits::kOutOfSpan) ||
+         where == static_cast<std::uintptr_t>(Waits::kInSpan) ||
+         where == static_cast<std::uintptr_t>(Waits::kOrphaned);
 }
 
-// Marks the block free.
-inline void set_mark(void* block) {
-  words_of(block)[1] = mark_of(block);
+inline void set_mark(void* block, Waits where = Waits::kOutOfSpan) {
+  words_of(block)[1] = mark_of(block, where);
 }
-
-// Marks the block free and links it to `next` (nullptr ends a list).
-inline void mark_free(void* block, void* next) {
-  const std::uintptr_t mark = mark_of(block);
-  words_of(block)[1] = mark;
-  words_of(block)[0] = reinterpret_cast<std::uintptr_t>(next) ^ mark;
-}
-
-// The next block of a free block's link; only for a block that is_marked_free().
-inline void* next_free(void* block) {
-  return reinterpret_cast<void*>(words_of(block)[0] ^ mark_of(block));
-}
-
-// Reports a corrupted free list unless `block` is the start of a block of class `cls` in the
-// pool region and carries its free mark. For the slow paths, before they follow a link.
-void check_free_block(void* block, unsigned cls);
 
 // The block leaves the free lists for the program.
 inline void clear_mark(void* block) {
   words_of(block)[1] = 0;
 }
+
+// A span's free list. LazyBlockList writes the index of the next free block into the first
+// 4 bytes of a block it takes back; seal_in_span then tags that link in the next 4 bytes and
+// marks the block in-span. The tag mixes the whole in-span mark with the index, so a link and tag
+// copied from another block fail too. (A block's stale bytes from an earlier life of its span
+// are never read as a link: a link may name only a block carved in this life, and carving gives
+// every block its out-of-span mark.)
+inline std::uint32_t span_link_tag(const void* block, std::uint32_t next) {
+  return static_cast<std::uint32_t>(
+      ((mark_of(block, Waits::kInSpan) ^ next) * std::uintptr_t{0x9E3779B97F4A7C15u}) >> 32);
+}
+inline std::uint32_t span_link_of(const void* block) {
+  std::uint32_t next;
+  std::memcpy(&next, block, sizeof next);
+  return next;
+}
+inline void seal_in_span(void* block) {
+  const std::uint32_t tag = span_link_tag(block, span_link_of(block));
+  std::memcpy(static_cast<std::byte*>(block) + sizeof(std::uint32_t), &tag, sizeof tag);
+  set_mark(block, Waits::kInSpan);
+}
+// Whether the block is as seal_in_span left it: its link may be followed.
+inline bool is_sealed_in_span(void* block) {
+  std::uint32_t tag;
+  std::memcpy(&tag, static_cast<const std::byte*>(block) + sizeof(std::uint32_t), sizeof tag);
+  return carries_mark(block, Waits::kInSpan) && tag == span_link_tag(block, span_link_of(block));
+}
+
+// The orphan list: marks the block orphaned and links it to `next` (nullptr ends the list).
+inline void mark_orphaned(void* block, void* next) {
+  const std::uintptr_t mark = mark_of(block, Waits::kOrphaned);
+  words_of(block)[1] = mark;
+  words_of(block)[0] = reinterpret_cast<std::uintptr_t>(next) ^ mark;
+}
+
+// The next block of an orphan's link; only for a block that check_orphan() accepted.
+inline void* next_orphan(void* block) {
+  return reinterpret_cast<void*>(words_of(block)[0] ^ mark_of(block, Waits::kOrphaned));
+}
+
+// Reports a corrupted free list unless `block` is the start of a block of class `cls` in the
+// pool region and carries its orphan mark. Before the orphan list's link is followed.
+void check_orphan(void* block, unsigned cls);
 
 }  // namespace poolalloc::internal

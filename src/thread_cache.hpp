@@ -108,15 +108,16 @@ class ThreadCache {
     return block;
   }
 
-  // Pushes a block of class `cls`; false when the bin is full or the block carries its free
-  // mark already (a double free, which the slow path reports).
+  // Pushes a block of class `cls`; false when the bin is full or the block may carry a free mark
+  // already (a double free, which the slow path tells apart from a live block that only looks
+  // so, and reports).
   bool push(std::size_t cls, void* block) {
     CacheBin& bin = bins_[cls];
     void** const top = bin.top_slot();
     if (top == bin.end) [[unlikely]]
       return false;
     const std::uintptr_t mark = mark_of(block);
-    if (words_of(block)[1] == mark) [[unlikely]]
+    if (may_be_a_mark(words_of(block)[1], mark)) [[unlikely]]
       return false;
     words_of(block)[1] = mark;
     *top = block;
@@ -184,8 +185,8 @@ extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 // the pools cannot serve the class (the caller then forwards to the system allocator).
 void* refill_and_allocate(unsigned cls);
 
-// Slow path of free: the bin is full (or this thread has no cache yet), or the block carries its
-// free mark: a double free, which is reported and aborts.
+// Slow path of free: the bin is full (or this thread has no cache yet), or the block may carry a
+// free mark: if it does, a double free, which is reported and aborts.
 void flush_and_deallocate(unsigned cls, void* block);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).

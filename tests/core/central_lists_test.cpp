@@ -279,4 +279,120 @@ TEST_F(CentralListsDeathTest, AFreeBlockWrittenOverIsReportedByTheTakeThatReache
   return_blocks_to_spans(cls_, blocks + 6, kPerSpan - 6);
 }
 
+// The checks of a span's free list against a writer that knows the key (which the tests read):
+// a link it forges with a valid tag still leads nowhere twice. A self-link hands the block out
+// once; the next take finds the block carrying its out-of-span mark, not the in-span one.
+TEST_F(CentralListsDeathTest, ALinkLoopingBackToABlockTakenIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  void* blocks[kPerSpan];
+  ASSERT_EQ(take_blocks(cls_, blocks, kPerSpan), kPerSpan);
+  return_blocks_to_spans(cls_, &blocks[9], 1);
+  return_blocks_to_spans(cls_, &blocks[5], 1);  // the list: 5, 9
+  EXPECT_DEATH(
+      {
+        const std::uint32_t own_index = 5;
+        std::memcpy(blocks[5], &own_index, sizeof own_index);
+        seal_in_span(blocks[5]);
+        void* taken[2] = {};
+        (void)take_blocks(cls_, taken, 1);
+        if (taken[0] == blocks[5]) (void)take_blocks(cls_, taken + 1, 1);
+      },
+      "the free list of size class [0-9]+ \\(8192-byte blocks\\) is corrupted: it leads to "
+      "0x[0-9a-f]+, which is not a free block");
+  for (int i = 0; i < static_cast<int>(kPerSpan); ++i)
+    if (i != 5 && i != 9) return_blocks_to_spans(cls_, &blocks[i], 1);
+}
+
+// Without the key, a write into a link is reported even where it names a free block of the span,
+// which a plain index would follow (skipping the blocks between).
+TEST_F(CentralListsDeathTest, AnIndexWrittenIntoALinkIsReportedEvenWhereItNamesAFreeBlock) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  void* blocks[kPerSpan];
+  ASSERT_EQ(take_blocks(cls_, blocks, kPerSpan), kPerSpan);
+  return_blocks_to_spans(cls_, &blocks[3], 1);
+  return_blocks_to_spans(cls_, &blocks[5], 1);
+  return_blocks_to_spans(cls_, &blocks[7], 1);  // the list: 7, 5, 3
+  EXPECT_DEATH(
+      {
+        const std::uint32_t skip_to = 3;
+        std::memcpy(blocks[7], &skip_to, sizeof skip_to);
+        void* block = nullptr;
+        (void)take_blocks(cls_, &block, 1);
+      },
+      "the free list of size class [0-9]+ \\(8192-byte blocks\\) is corrupted: it leads to "
+      "0x[0-9a-f]+, which is not a free block");
+  for (const int i : {0, 1, 2, 4, 6}) return_blocks_to_spans(cls_, &blocks[i], 1);
+  return_blocks_to_spans(cls_, blocks + 8, kPerSpan - 8);
+}
+
+// A link forged with the key to skip free blocks leaves the span counting blocks that its list
+// and its never-used range no longer hold: the take that finds the list at its end reports it,
+// rather than hand out nothing (or crash).
+TEST_F(CentralListsDeathTest, AListThatEndsWhileItsSpanCountsFreeBlocksIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  void* blocks[kPerSpan];
+  ASSERT_EQ(take_blocks(cls_, blocks, kPerSpan), kPerSpan);
+  return_blocks_to_spans(cls_, &blocks[3], 1);
+  return_blocks_to_spans(cls_, &blocks[7], 1);  // the list: 7, 3
+  EXPECT_DEATH(
+      {
+        const std::uint32_t end = UINT32_MAX;
+        std::memcpy(blocks[7], &end, sizeof end);
+        seal_in_span(blocks[7]);
+        void* taken[2] = {};
+        (void)take_blocks(cls_, taken, 2);
+      },
+      "the free list of size class [0-9]+ \\(8192-byte blocks\\) is corrupted: it ends while "
+      "its span still counts free blocks");
+  for (int i = 0; i < static_cast<int>(kPerSpan); ++i)
+    if (i != 3 && i != 7) return_blocks_to_spans(cls_, &blocks[i], 1);
+}
+
+// malloc_trim's purge walks the lists of partly used spans (blocks above a page): a damaged link
+// is reported there too, before its block's pages, or those of a live block it names, are given
+// away.
+TEST(CentralListsPurgeDeathTest, ADamagedLinkIsReportedBeforeThePurgeFollowsIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  settle();
+  const unsigned cls = class_of(32768);
+  ASSERT_TRUE(idle(cls));
+  void* blocks[4];
+  ASSERT_EQ(take_blocks(cls, blocks, 4), 4u);
+  return_blocks_to_spans(cls, &blocks[1], 1);
+  return_blocks_to_spans(cls, &blocks[2], 1);  // the list: 2, 1
+  EXPECT_DEATH(
+      {
+        const std::uint32_t live = 0;
+        std::memcpy(blocks[2], &live, sizeof live);
+        purge_free_blocks();
+      },
+      "the free list of size class [0-9]+ \\(32768-byte blocks\\) is corrupted");
+  return_blocks_to_spans(cls, &blocks[0], 1);
+  return_blocks_to_spans(cls, &blocks[3], 1);
+  EXPECT_TRUE(idle(cls));
+}
+
+// Blocks given back while fork() holds the class's lock wait in the orphan list, marked
+// orphaned. A link forged with the key to a block that waits elsewhere (here, one taken out of
+// its span, as in a thread cache) is reported: filing that block into its span would hand it out
+// a second time.
+TEST_F(CentralListsDeathTest, AnOrphanLinkToABlockThatIsNoOrphanIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  void* blocks[kPerSpan];
+  ASSERT_EQ(take_blocks(cls_, blocks, kPerSpan), kPerSpan);
+  EXPECT_DEATH(
+      {
+        lock_central_lists_for_fork();
+        give_blocks(cls_, &blocks[2], 1);  // the lock is held: the block is orphaned
+        unlock_central_lists_after_fork(false);
+        words_of(blocks[2])[0] =
+            reinterpret_cast<std::uintptr_t>(blocks[4]) ^ mark_of(blocks[2], Waits::kOrphaned);
+        void* block = nullptr;
+        (void)take_blocks(cls_, &block, 1);
+      },
+      "the free list of size class [0-9]+ \\(8192-byte blocks\\) is corrupted: it leads to "
+      "0x[0-9a-f]+, which is not a free block");
+  return_blocks_to_spans(cls_, blocks, kPerSpan);
+}
+
 }  // namespace

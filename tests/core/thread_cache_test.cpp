@@ -139,6 +139,20 @@ TEST(ThreadCache, AFullBinGrowsBelowItsCapacityAndGivesItsOlderHalfAwayAtIt) {
   });
 }
 
+// free's fast path compares the lower half of a block's second word with its mark's (the marks
+// of the three places a free block waits differ in the upper half only); a live block that
+// matches there alone takes the slow path, which frees it as any other.
+TEST(ThreadCache, ALiveBlockWhoseSecondWordMatchesHalfOfAMarkFreesFine) {
+  on_a_new_thread([] {
+    void* block = allocate(kSize);
+    words_of(block)[1] = mark_of(block) ^ (std::uintptr_t{1} << 40);
+    deallocate(block);
+    EXPECT_TRUE(carries_mark(block, Waits::kOutOfSpan));
+    EXPECT_EQ(allocate(kSize), block);
+    deallocate(block);
+  });
+}
+
 TEST(ThreadCache, FlushThreadCacheEmptiesEveryBinIntoTheCentralLists) {
   on_a_new_thread([] {
     constexpr std::size_t kSizes[] = {64, kSize, 8192};

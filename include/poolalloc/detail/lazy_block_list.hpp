@@ -121,16 +121,6 @@ class LazyBlockList {
   [[nodiscard]] std::uint32_t free_list_head() const { return free_head_; }
   [[nodiscard]] std::uint32_t initialised_count() const { return initialised_; }
 
-  // Calls fn(block) for each block of the free list (not the never-used ones). O(free blocks).
-  template <class Fn>
-  void for_each_free_block(Fn fn) const {
-    for (std::uint32_t i = free_head_; i != kNoBlock;) {
-      std::byte* block = block_at(i);
-      std::memcpy(&i, block, sizeof i);
-      fn(block);
-    }
-  }
-
   [[nodiscard]] std::byte* base() const { return base_; }
   [[nodiscard]] std::uint32_t block_size() const { return block_size_; }
   [[nodiscard]] std::uint32_t block_count() const { return block_count_; }
