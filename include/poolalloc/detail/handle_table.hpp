@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -29,9 +30,12 @@ class HandleTable {
 
   HandleTable() : seed_(mix(tables_made_.fetch_add(1, std::memory_order_relaxed))) {}
 
-  // Slots [size(), size() + count) join, each holding the id of the same number.
+  // Slots [size(), size() + count) join, each holding the id of the same number. The tables
+  // take exactly the room they need (12 bytes a slot): push_back alone would double them.
   void add_slots(std::uint32_t count) {
     const auto first = static_cast<std::uint32_t>(by_slot_.size());
+    by_slot_.reserve(std::size_t{first} + count);
+    slot_of_id_.reserve(std::size_t{first} + count);
     for (std::uint32_t slot = first; slot < first + count; ++slot) {
       by_slot_.push_back({slot, seed_});
       slot_of_id_.push_back(slot);

@@ -19,11 +19,12 @@ class SlotBitmap {
  public:
   static constexpr std::uint32_t kNone = UINT32_MAX;
 
-  // Slots [size(), size() + count) join as free slots.
+  // Slots [size(), size() + count) join as free slots. The words take exactly the room they
+  // need (one bit a slot): resize alone may double them.
   void add_free_slots(std::uint32_t count) {
     const std::uint32_t end = size_ + count;
-    words_.resize((std::size_t{end} + 63) / 64 + 1);  // the new last word: the zero sentinel
-    summary_.resize((word_count() + 63) / 64);
+    resize_exactly(words_, (std::size_t{end} + 63) / 64 + 1);  // the last word: the zero sentinel
+    resize_exactly(summary_, (word_count() + 63) / 64);
     for (std::uint32_t slot = size_; slot < end; ++slot) release(slot);
     size_ = end;
   }
@@ -105,6 +106,11 @@ class SlotBitmap {
   // The bits of the first `count` slots of a word (all of them from 64 on).
   static constexpr std::uint64_t below(std::uint32_t count) {
     return count >= 64 ? ~std::uint64_t{0} : bit(count) - 1;
+  }
+
+  static void resize_exactly(std::vector<std::uint64_t>& words, std::size_t count) {
+    words.reserve(count);
+    words.resize(count);
   }
 
   [[nodiscard]] std::uint32_t word_count() const {

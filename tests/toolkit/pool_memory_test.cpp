@@ -1,0 +1,102 @@
+// What a Pool<T> spends beside its slots, counted by replacing the global operator new and
+// delete (in an executable of its own, since the replacement holds for the whole program).
+#include <poolalloc/object_pool.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+// The bytes asked of operator new and not yet given back: each block carries its size (and the
+// alignment it was taken with) in a header of kHeader bytes in front of it.
+std::size_t live_bytes = 0;
+constexpr std::size_t kHeader = 2 * sizeof(std::size_t);
+
+void* take(std::size_t bytes, std::size_t alignment) {
+  alignment = std::max(alignment, kHeader);
+  void* base = nullptr;
+  if (posix_memalign(&base, alignment, alignment + bytes) != 0) return nullptr;
+  auto* block = static_cast<std::byte*>(base) + alignment;
+  reinterpret_cast<std::size_t*>(block)[-1] = bytes;
+  reinterpret_cast<std::size_t*>(block)[-2] = alignment;
+  live_bytes += bytes;
+  return block;
+}
+
+void give(void* p) {
+  if (p == nullptr) return;
+  auto* block = static_cast<std::byte*>(p);
+  live_bytes -= reinterpret_cast<std::size_t*>(block)[-1];
+  std::free(block - reinterpret_cast<std::size_t*>(block)[-2]);
+}
+
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  if (void* p = take(bytes, 0)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t bytes, std::align_val_t alignment) {
+  if (void* p = take(bytes, static_cast<std::size_t>(alignment))) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  return take(bytes, 0);
+}
+void* operator new(std::size_t bytes, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  return take(bytes, static_cast<std::size_t>(alignment));
+}
+void operator delete(void* p) noexcept {
+  give(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  give(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  give(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  give(p);
+}
+
+namespace {
+
+using poolalloc::Growth;
+using poolalloc::Pool;
+
+struct Particle {
+  float position[3];
+  float life;
+};
+
+// 12 bytes and one bit per slot, and a few words per chunk (its entry in the pool's list of
+// chunks, the bitmap's summary and sentinel words).
+std::size_t promised_beside_the_slots(std::size_t slots, std::size_t chunks) {
+  return 12 * slots + slots / 8 + 64 * chunks;
+}
+
+// A pool of 10,000 slots spent 20 bytes per slot beside them: its tables were grown by doubling
+// to 16,384 entries.
+TEST(PoolMemory, SpendsTwelveBytesAndOneBitPerSlotBesideItsSlots) {
+  const std::size_t before = live_bytes;
+  Pool<Particle> pool(10000);
+  ASSERT_EQ(pool.capacity(), 10000u);
+  const std::size_t beside = live_bytes - before - pool.capacity() * sizeof(Particle);
+  EXPECT_GE(beside, 12u * 10000);
+  EXPECT_LE(beside, promised_beside_the_slots(10000, 1));
+}
+
+TEST(PoolMemory, AGrownPoolSpendsTwelveBytesAndOneBitPerSlotBesideItsSlots) {
+  const std::size_t before = live_bytes;
+  Pool<Particle> pool(100, Growth::growable);
+  for (int i = 0; i < 10000; ++i) ASSERT_NE(pool.spawn(), nullptr);
+  ASSERT_EQ(pool.capacity(), 12800u);  // 100, 100, 200, ... 6400
+  const std::size_t beside = live_bytes - before - pool.capacity() * sizeof(Particle);
+  EXPECT_LE(beside, promised_beside_the_slots(pool.capacity(), pool.chunk_count()));
+}
+
+}  // namespace
