@@ -13,9 +13,10 @@ the tests that hold each promise, in backticks:
   through a loop or a function (each ${...} of the registered name then stands for a word of
   that file: an item of the loop, an argument of a call of the function).
 
-A row whose last column starts with "in flight" or "untested" may name no test; every other row
-must name at least one. Every name must exist, so that the table cannot rot when a test is
-renamed or removed. The untested promises are listed.
+A row whose last column starts with "in flight", "untested" or "broken" (a promise the code does
+not keep yet, named with the issue that will change the code or the sentence) may name no test;
+every other row must name at least one. Every name must exist, so that the table cannot rot when
+a test is renamed or removed. The untested and the broken promises are listed.
 """
 
 import argparse
@@ -97,12 +98,14 @@ def main():
     parser.add_argument("page")
     args = parser.parse_args()
     page, tree = Path(args.page), Tree(args.root)
-    problems, untested, promises, tests = [], [], 0, 0
+    problems, untested, broken, promises, tests = [], [], [], 0, 0
     for number, cell in rows_of(page):
         promises += 1
         names = re.findall(r"`([^`]+)`", cell)
         if cell.lower().startswith("untested"):
             untested.append(f"{page}:{number}: untested")
+        elif cell.lower().startswith("broken"):
+            broken.append(f"{page}:{number}: {cell}")
         elif not names and not cell.lower().startswith("in flight"):
             problems.append(f"{page}:{number}: the promise names no test")
         executable = None
@@ -119,10 +122,10 @@ def main():
                 tests += 1
                 if not tree.has_ctest(name):
                     problems.append(f"{page}:{number}: no test is registered as {name}")
-    for line in untested + problems:
+    for line in untested + broken + problems:
         print(line)
     print(f"{page.name}: {promises} promises, {tests} tests named, {len(untested)} untested, "
-          f"{len(problems)} problems")
+          f"{len(broken)} broken, {len(problems)} problems")
     return 1 if problems else 0
 
 
