@@ -78,8 +78,8 @@ class FixedPool {
     return false;
   }
 
-  // Over the caller's memory, which the pool uses as many whole aligned blocks as fit in and
-  // never frees. False when not even one block fits.
+  // Over the caller's memory, which the pool uses as many whole aligned blocks as fit in (up to
+  // max_blocks_per_chunk) and never frees. False when not even one block fits.
   bool create(void* buffer, std::size_t buffer_bytes, std::size_t block_size, std::size_t alignment,
               Growth growth = Growth::fixed, DebugChecks debug = kDefaultDebugChecks) {
     destroy();

@@ -11,6 +11,9 @@ for module in poolalloc poolalloc-debug poolalloc-toolkit; do
   pa_expect "pkg-config --modversion $module" "$version" "$(pkg-config --modversion "$module")"
 done
 pa_expect "the installed prefix in poolalloc.pc" "$prefix" "$(pkg-config --variable=prefix poolalloc)"
+# toolkit.md: no -std= flag, so that a program keeps the standard it compiles with (C++20 or later).
+pa_expect "no -std= flag in pkg-config --cflags poolalloc-toolkit" 0 \
+  "$(pkg-config --cflags poolalloc-toolkit | grep -c -- '-std=' || true)"
 
 # needed PROGRAM: the libraries PROGRAM names in DT_NEEDED, one line.
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "address_text.hpp"
 
 namespace {
@@ -297,6 +299,34 @@ TEST(FixedPool, GrowTakesLessThanABlockThatCompletesOneWithTheLeftOver) {
   EXPECT_TRUE(pool.owns(memory + 64));
 }
 
+// The bytes left over at the end of the chunk it follows count, and still make no block.
+TEST(FixedPool, GrowRefusesMemoryThatAddsNoBlockEvenWithTheLeftOver) {
+  alignas(16) static std::byte memory[128];
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(memory, 64 + 4, 16, 16));  // 4 bytes left over
+  EXPECT_FALSE(pool.grow(memory + 68, 8));           // 12 bytes: no block
+  EXPECT_EQ(pool.capacity(), 4u);
+  EXPECT_EQ(pool.chunk_count(), 1u);
+  EXPECT_FALSE(pool.owns(memory + 64));
+}
+
+// Over more caller memory than a chunk holds, create() takes as many blocks as a chunk holds;
+// refusing would leave the pool nothing. The memory is reserved, never touched: creation touches
+// no block.
+TEST(FixedPool, OverCallerMemoryOfMoreThan4GiBTakesAsManyBlocksAsAChunkHolds) {
+  const std::size_t bytes = std::size_t{5} << 30;
+  void* memory =
+      mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(memory, MAP_FAILED);
+  {
+    FixedPool pool;
+    ASSERT_TRUE(pool.create(memory, bytes, 16, 16));
+    EXPECT_EQ(pool.capacity(), FixedPool::max_blocks_per_chunk(16, 16));
+    EXPECT_EQ(pool.capacity(), UINT32_MAX / 16);
+  }
+  munmap(memory, bytes);
+}
+
 TEST(FixedPool, OwnsOnlyItsBlocks) {
   FixedPool pool(16, 4);
   void* block = pool.allocate();
@@ -486,6 +516,18 @@ TEST(FixedPoolDebug, KeepsPayloadsAlignedBetweenGuards) {
   EXPECT_EQ(pool.allocate(), blocks.back());
 }
 
+TEST(FixedPoolDebug, GuardsEachBlockWithAtLeast16BytesOf0xFDOnEachSide) {
+  for (const std::size_t size : {1, 16, 24, 40, 64}) {
+    FixedPool pool(size, 4, 16, Growth::fixed, DebugChecks::on);
+    const auto* block = static_cast<const unsigned char*>(pool.allocate());
+    for (int i = 1; i <= 16; ++i) ASSERT_EQ(block[-i], 0xFD) << size << " " << -i;
+    for (std::size_t i = 0; i < 16; ++i) {
+      ASSERT_EQ(block[pool.block_size() + i], 0xFD) << size << " " << i;
+    }
+    pool.deallocate(const_cast<unsigned char*>(block));
+  }
+}
+
 TEST(FixedPoolDebug, FindsNoFaultInHeavyCorrectUse) {
   FixedPool pool(40, 64, 8, Growth::growable, DebugChecks::on);
   std::mt19937 random(7);
@@ -522,6 +564,20 @@ TEST(FixedPoolDebug, ListsEveryLiveBlockOnDestroy) {
   EXPECT_NE(report.find("(block 32 B): leaked block " + hex(b) + "\n"), std::string::npos)
       << report;
   EXPECT_NE(report.find("2 blocks still allocated at destroy()"), std::string::npos) << report;
+}
+
+TEST(FixedPoolDebug, TheDestructorListsEveryLiveBlock) {
+  testing::internal::CaptureStderr();
+  const void* leaked = nullptr;
+  {
+    FixedPool pool(32, 4, 16, Growth::fixed, DebugChecks::on);
+    pool.set_name("sparks");
+    leaked = pool.allocate();
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "poolalloc: FixedPool \"sparks\" (block 32 B): leaked block " + hex(leaked) +
+                "\npoolalloc: FixedPool \"sparks\" (block 32 B): 1 blocks still allocated at "
+                "destroy()\n");
 }
 
 TEST(FixedPoolDebug, ReportsNothingOnDestroyWhenAllBlocksCameBack) {

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace {
@@ -140,6 +142,47 @@ TEST(FrameAllocator, NewArrayDefaultConstructsNElementsOrReturnsNullptr) {
   EXPECT_EQ(frame.new_array<Wide>(5), nullptr);             // 128 B used, 160 asked
   EXPECT_EQ(frame.new_array<Wide>(SIZE_MAX / 8), nullptr);  // n * sizeof(T) overflows
   EXPECT_EQ(frame.new_object<Wide>(), lanes + 4);
+}
+
+// Counts its constructions and destructions.
+struct Tally {
+  static inline int constructed = 0;
+  static inline int destroyed = 0;
+  Tally() { ++constructed; }
+  ~Tally() { ++destroyed; }
+};
+
+TEST(FrameAllocator, NewArrayDefaultInitialisesEachElementAsNewDoes) {
+  FrameAllocator frame(1024);
+  std::string* names = frame.new_array<std::string>(3);
+  ASSERT_NE(names, nullptr);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(names[i], "");
+  for (int i = 0; i < 3; ++i) std::destroy_at(&names[i]);
+  Tally::constructed = 0;
+  ASSERT_NE(frame.new_array<Tally>(5), nullptr);
+  EXPECT_EQ(Tally::constructed, 5);
+}
+
+TEST(FrameAllocator, ResetRunsNoDestructors) {
+  FrameAllocator frame(1024);
+  Tally::destroyed = 0;
+  ASSERT_NE(frame.new_object<Tally>(), nullptr);
+  ASSERT_NE(frame.new_array<Tally>(4), nullptr);
+  frame.reset();
+  EXPECT_EQ(Tally::destroyed, 0);
+}
+
+struct ThrowingVec3 {
+  ThrowingVec3() { throw std::runtime_error("constructor failed"); }
+  float x, y, z;
+};
+
+TEST(FrameAllocator, AThrowingConstructorsMemoryStaysUsedUntilReset) {
+  FrameAllocator frame(1024);
+  EXPECT_THROW((void)frame.new_object<ThrowingVec3>(), std::runtime_error);
+  EXPECT_EQ(frame.used(), sizeof(ThrowingVec3));
+  frame.reset();
+  EXPECT_EQ(frame.used(), 0u);
 }
 
 TEST(FrameAllocator, PrintsItsStateInOneLine) {

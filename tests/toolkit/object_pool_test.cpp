@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -98,7 +99,11 @@ TEST(Pool, AGrowablePoolKeepsSpawningAndNeverMovesObjects) {
   Pool<Counted> pool(2, Growth::growable);
   std::vector<Counted*> live;
   for (int i = 0; i < 100; ++i) live.push_back(pool.spawn(i));
-  EXPECT_GE(pool.capacity(), 100u);
+  EXPECT_EQ(pool.capacity(), 128u);  // 2, then chunks as large as the pool so far: 2, 4, ... 64
+  EXPECT_EQ(pool.chunk_count(), 7u);
+  std::vector<Counted*> walked;
+  pool.for_each([&](Counted& c) { walked.push_back(&c); });
+  EXPECT_EQ(walked, live);  // each object where its spawn put it
   for (int i = 0; i < 100; ++i) ASSERT_EQ(live[i]->value, i);
   for (Counted* c : live) pool.despawn(c);
   EXPECT_EQ(pool.size(), 0u);
@@ -155,6 +160,20 @@ TEST(Pool, AThrowingConstructorLeavesThePoolUnchanged) {
   ThrowsWhenAsked* second = pool.spawn(false);
   ASSERT_NE(second, nullptr);
   EXPECT_EQ(pool.spawn(false), nullptr);  // the failed spawn did not lose a block
+  pool.despawn(first);
+  pool.despawn(second);
+}
+
+// A chunk that a growable pool added for the spawn stays: the slot goes back, into it.
+TEST(Pool, AThrowingConstructorKeepsTheChunkGrownForIt) {
+  Pool<ThrowsWhenAsked> pool(1, Growth::growable);
+  ThrowsWhenAsked* first = pool.spawn(false);
+  EXPECT_THROW((void)pool.spawn(true), std::runtime_error);
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_EQ(pool.capacity(), 2u);
+  EXPECT_EQ(pool.chunk_count(), 2u);
+  ThrowsWhenAsked* second = pool.spawn(false);
+  EXPECT_EQ(pool.capacity(), 2u);  // the slot the throwing constructor gave back
   pool.despawn(first);
   pool.despawn(second);
 }
@@ -238,6 +257,25 @@ TEST(Pool, ForEachVisitsLiveObjectsInAddressOrder) {
   EXPECT_EQ(Counted::alive, 0);
 }
 
+TEST(Pool, ForEachSkipsAnObjectDespawnedBeforeTheWalkReachesIt) {
+  Pool<Counted> pool(200);
+  std::vector<Counted*> live;
+  for (int i = 0; i < 200; ++i) live.push_back(pool.spawn(i));
+  std::vector<int> seen;
+  pool.for_each([&](Counted& c) {
+    seen.push_back(c.value);
+    // The next object, and one far ahead, in another word of the bitmap.
+    if (c.value % 2 == 0 && c.value + 1 < 200) pool.despawn(live[c.value + 1]);
+    if (c.value == 10) pool.despawn(live[150]);
+  });
+  std::vector<int> expected;  // the even ones but 150, and 151, which 150 did not despawn
+  for (int i = 0; i < 200; i += 2) expected.push_back(i == 150 ? 151 : i);
+  EXPECT_EQ(seen, expected);
+  EXPECT_EQ(pool.size(), 100u);
+  EXPECT_EQ(Counted::alive, 100);
+  pool.for_each([&](Counted& c) { pool.despawn(&c); });
+}
+
 TEST(Pool, ForEachWalksEveryChunkOfAGrownPool) {
   Pool<Counted> pool(3, Growth::growable);
   for (int i = 0; i < 20; ++i) ASSERT_NE(pool.spawn(i), nullptr);
@@ -294,6 +332,9 @@ TEST(Pool, HandlesKeyOrderedAndHashedContainers) {
   const std::set<Handle<Counted>> ordered{reused, first, other, first};
   EXPECT_EQ(ordered.size(), 3u);
   EXPECT_EQ(*ordered.begin(), first);
+  const std::map<Handle<Counted>, int> keyed{{reused, 2}, {first, 1}, {other, 3}};
+  EXPECT_EQ(keyed.begin()->second, 1);
+  EXPECT_EQ(keyed.at(other), 3);
   std::unordered_map<Handle<Counted>, int> names{{first, 1}, {reused, 2}, {other, 3}};
   EXPECT_EQ(names.size(), 3u);
   EXPECT_EQ(names.at(reused), 2);
@@ -484,6 +525,15 @@ TEST_F(PoolDeathTest, HandleOfAnObjectOfAnotherPoolAborts) {
   Counted* foreign = second.spawn(1);
   EXPECT_DEATH((void)first.handle_of(foreign),
                "handle_of of " + hex(foreign) + " outside the pool");
+}
+
+TEST_F(PoolDeathTest, HandleOfAnObjectNoLongerAliveAborts) {
+  Pool<Counted> pool(4);
+  Counted* object = pool.spawn(1);
+  pool.despawn(object);
+  EXPECT_DEATH((void)pool.handle_of(object),
+               "^poolalloc: Pool 0x[0-9a-f]+ \\(object 4 B\\): handle_of of " + hex(object) +
+                   ", which is not alive");
 }
 
 TEST_F(PoolDeathTest, AWriteAfterDespawnIsFoundOnTheNextSpawnWithDebugChecks) {

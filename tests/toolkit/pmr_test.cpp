@@ -60,6 +60,44 @@ TEST(PoolResource, ServesSmallRequestsFromPoolsAndLargeOnesUpstream) {
   EXPECT_EQ(pool.upstream(), &upstream);
 }
 
+TEST(PoolResource, DefaultsToPoolsOf8To256BytesOf64BlocksOverTheDefaultResource) {
+  PoolResource pool;
+  pool.set_name("ui");
+  EXPECT_EQ(pool.largest_block(), 256u);
+  EXPECT_EQ(pool.upstream(), std::pmr::get_default_resource());
+  void* smallest = pool.allocate(1, 1);
+  void* largest = pool.allocate(256, 8);
+  void* upstream = pool.allocate(257, 8);
+  std::ostringstream out;
+  out << pool;
+  EXPECT_EQ(out.str(),
+            "PoolResource \"ui\": 514 B used, 1 blocks upstream\n"
+            "  FixedPool \"ui\" (block 8 B): 1 used, 63 free of 64, peak 1, 1 chunk, "
+            "debug checks off\n"
+            "  FixedPool \"ui\" (block 256 B): 1 used, 63 free of 64, peak 1, 1 chunk, "
+            "debug checks off");
+  pool.deallocate(upstream, 257, 8);
+  pool.deallocate(largest, 256, 8);
+  pool.deallocate(smallest, 1, 1);
+}
+
+TEST(PoolResource, CreatesEachPoolOnFirstUseAndDoublesItWhenFull) {
+  PoolResource pool(64, 4);
+  pool.set_name("ui");
+  std::ostringstream empty;
+  empty << pool;
+  EXPECT_EQ(empty.str(), "PoolResource \"ui\": 0 B used, 0 blocks upstream");
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5; ++i) blocks.push_back(pool.allocate(16, 8));
+  std::ostringstream grown;
+  grown << pool;
+  EXPECT_EQ(grown.str(),
+            "PoolResource \"ui\": 80 B used, 0 blocks upstream\n"
+            "  FixedPool \"ui\" (block 16 B): 5 used, 3 free of 8, peak 5, 2 chunks, "
+            "debug checks off");
+  for (void* block : blocks) pool.deallocate(block, 16, 8);
+}
+
 TEST(PoolResource, ReusesBlocksOfTheSameSize) {
   PoolResource pool;
   void* a = pool.allocate(40);
@@ -139,6 +177,31 @@ TEST(FrameResource, BacksAPmrVectorAndThrowsWhenTheFrameIsFull) {
   EXPECT_THROW(values.reserve(128), std::bad_alloc);
   EXPECT_EQ(values[63], 63u);
   EXPECT_EQ(&resource.arena(), &frame);
+}
+
+TEST(FrameResource, GivesMemoryBackOnlyThroughReset) {
+  FrameAllocator frame(1024);
+  FrameResource resource(frame);
+  {
+    std::pmr::vector<int> values({1, 2, 3}, &resource);
+    EXPECT_EQ(frame.used(), 3 * sizeof(int));
+  }
+  EXPECT_EQ(frame.used(), 3 * sizeof(int));  // the vector's deallocate gave nothing back
+  frame.reset();
+  EXPECT_EQ(frame.used(), 0u);
+}
+
+TEST(StackResource, GivesMemoryBackOnlyThroughFreeToMarker) {
+  StackAllocator stack(1024);
+  StackResource resource(stack);
+  const auto marker = stack.marker();
+  {
+    std::pmr::vector<int> values({1, 2, 3}, &resource);
+    EXPECT_EQ(stack.used(), 3 * sizeof(int));
+  }
+  EXPECT_EQ(stack.used(), 3 * sizeof(int));
+  stack.free_to_marker(marker);
+  EXPECT_EQ(stack.used(), 0u);
 }
 
 TEST(StackResource, AllocatesFromTheStackUntilFreedToAMarker) {

@@ -65,6 +65,21 @@ TEST(StackAllocator, AScopeFreesToItsMarker) {
   EXPECT_EQ(stack.used(), 16u);
 }
 
+struct Tally {
+  static inline int destroyed = 0;
+  ~Tally() { ++destroyed; }
+};
+
+TEST(StackAllocator, FreeToMarkerRunsNoDestructors) {
+  StackAllocator stack(1024);
+  const auto start = stack.marker();
+  ASSERT_NE(stack.new_object<Tally>(), nullptr);
+  ASSERT_NE(stack.new_array<Tally>(4), nullptr);
+  stack.free_to_marker(start);
+  EXPECT_EQ(stack.used(), 0u);
+  EXPECT_EQ(Tally::destroyed, 0);
+}
+
 using StackAllocatorDeathTest = ::testing::Test;
 
 TEST_F(StackAllocatorDeathTest, AMarkerAboveTheTopIsRejected) {

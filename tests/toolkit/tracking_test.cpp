@@ -108,6 +108,17 @@ TEST(Tracked, WrapsStacksAndResourcesAndServesContainers) {
   EXPECT_GE(tracked.peak(), 10 * sizeof(int));
 }
 
+TEST(Tracked, WrapsADoubleBufferedFrameAllocator) {
+  poolalloc::DoubleBufferedFrameAllocator frames(1024);
+  Tracked tracked(frames, 256);
+  (void)tracked.allocate(200, 1);
+  frames.swap_buffers();
+  (void)tracked.allocate(300, 1);
+  EXPECT_EQ(tracked.used(), 300u);  // the current frame's
+  EXPECT_EQ(tracked.end_frame(), 300u);
+  EXPECT_EQ(tracked.over_budget_count(), 1u);
+}
+
 TEST(Tracked, ForwardsDespawnAndSeesItsBytesGoBack) {
   Pool<std::uint64_t> pool(4);
   Tracked tracked(pool, 64);
