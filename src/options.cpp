@@ -26,7 +26,8 @@ std::string_view find_variable(Option option) {
   const std::string_view name = option_name(option);
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
-    if (text.size() > name.size() && text.starts_with(name) && text[name.size()] == '=')
+    // Set but empty counts as unset: `POOLALLOC_STATS= cmd` is how a shell script clears it.
+    if (text.size() > name.size() + 1 && text.starts_with(name) && text[name.size()] == '=')
       return text.data() + name.size() + 1;
   }
   return {};

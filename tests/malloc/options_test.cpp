@@ -39,6 +39,16 @@ TEST(Options, EveryKnownOptionIsSilentAtItsDefault) {
   EXPECT_EQ(run_preloaded(all, "ls /", POOLALLOC_DEBUG_LIBRARY).err, "");
 }
 
+// tuning.md: a variable set to the empty string is the same as an unset one, for every option.
+TEST(Options, AnEmptyValueIsTheSameAsAnUnsetVariable) {
+  const std::string all =
+      "POOLALLOC_STATS= POOLALLOC_STATS_FILE= POOLALLOC_VERBOSE= POOLALLOC_MAX_POOLED= "
+      "POOLALLOC_DECAY_MS= POOLALLOC_REGION_SIZE= POOLALLOC_ON_ERROR= POOLALLOC_LEAKS= "
+      "POOLALLOC_QUARANTINE=";
+  EXPECT_EQ(stderr_of(all, "ls /"), "");
+  EXPECT_EQ(run_preloaded(all, "ls /", POOLALLOC_DEBUG_LIBRARY).err, "");
+}
+
 TEST(Options, InvalidValueIsReportedOnceAndTheDefaultKept) {
   const std::string report = stderr_of("POOLALLOC_MAX_POOLED=lots", "ls /");
   EXPECT_EQ(report,

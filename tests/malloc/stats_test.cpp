@@ -263,8 +263,9 @@ TEST(StatsSystemForwarded, FailedCallsAreNotCounted) {
 }
 
 // pooled_peak is the most blocks out of their spans at once over all classes, not the sum of
-// each class's own peak: 10,000 blocks of each of four classes, one class after the other,
-// are 10,000 at once (plus what the test framework holds), not 40,000.
+// each class's own peak: 10,000 blocks of each of four classes, one class after the other with
+// malloc_trim(0) between them, are 10,000 at once (plus what the test framework holds), not
+// 40,000.
 TEST(StatsPeak, ThePeakIsOfBlocksOutAtOnce) {
   poolalloc_stats before{};
   ASSERT_EQ(poolalloc_get_stats(&before), 0);
@@ -278,6 +279,20 @@ TEST(StatsPeak, ThePeakIsOfBlocksOutAtOnce) {
   ASSERT_EQ(poolalloc_get_stats(&after), 0);
   EXPECT_GE(after.pooled_peak, 10000u);
   EXPECT_LT(after.pooled_peak - before.pooled_peak, 15000u);
+}
+
+// statistics.md: a thread gets its cache at its first allocation, or at its first free of a
+// pooled block (a consumer thread that only frees what others allocated).
+TEST(StatsThreadCaches, AThreadThatOnlyFreesGetsACache) {
+  void* block = malloc(opaque<size_t>(64));
+  poolalloc_stats before{};
+  ASSERT_EQ(poolalloc_get_stats(&before), 0);
+  poolalloc_stats during{};
+  std::thread([&] {
+    free(block);
+    poolalloc_get_stats(&during);
+  }).join();
+  EXPECT_EQ(during.thread_caches, before.thread_caches + 1);
 }
 
 // In a child of fork() only the forking thread lives on: the parent's other threads' caches are
