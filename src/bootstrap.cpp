@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "central_lists.hpp"
+#include "decay_thread.hpp"
 #include "free_block_marks.hpp"
 #include "options.hpp"
 #include "os.hpp"
@@ -45,6 +46,7 @@ constinit bool g_locked_for_fork = false;
 // A single-threaded process skips the locking, as glibc does, so that a fork from a signal
 // handler that interrupted malloc does not deadlock on the lock it interrupted.
 void prepare_fork() {
+  decay_thread_prepare_fork();
   if (__libc_single_threaded) return;
   lock_thread_caches_for_fork();
   lock_central_lists_for_fork();
@@ -62,9 +64,11 @@ void release_after_fork(bool in_child) {
 
 void parent_after_fork() {
   release_after_fork(false);
+  decay_thread_after_fork(false);
 }
 void child_after_fork() {
   release_after_fork(true);
+  decay_thread_after_fork(true);
 }
 
 // At load, before the program's threads: the pools are set up before any thread can read
@@ -75,6 +79,7 @@ __attribute__((constructor)) void on_load() {
 }
 
 __attribute__((destructor)) void on_exit() {
+  stop_creating_decay_thread();
   print_stats_at_exit();
 }
 

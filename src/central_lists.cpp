@@ -230,7 +230,8 @@ void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count) {
   release_all(to_release);  // outside the class lock: madvise is a system call
 }
 
-void empty_central_stacks() {
+bool empty_central_stacks() {
+  bool emptied = false;
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     ClassList& list = g_classes[cls];
     Span* to_release = nullptr;
@@ -238,10 +239,12 @@ void empty_central_stacks() {
       TryLockGuard guard(list.lock);
       if (!guard.locked()) continue;  // held for fork(): nothing to trim now
       to_release = list.drain_orphans(cls);
+      emptied |= list.stacked != 0;
       list_splice(to_release, list.unstack_all(cls));
     }
     release_all(to_release);
   }
+  return emptied;
 }
 
 void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t count) {

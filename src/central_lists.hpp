@@ -34,8 +34,8 @@ std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted);
 void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count);
 
 // malloc_trim and decay: empty every class's stack into the spans (skipping classes whose lock
-// is held for fork()).
-void empty_central_stacks();
+// is held for fork()); true if any held a block.
+bool empty_central_stacks();
 
 // Puts the blocks back into their spans, past the stack (a thread cache emptied by decay: its
 // next refills should come from few spans, not from the blocks it gave back).

@@ -15,6 +15,7 @@ enum class Option : unsigned {
   kVerbose,
   kMaxPooled,
   kDecayMs,
+  kDecayThread,
   kRegionSize,
   kOnError,  // the debug build's three
   kLeaks,
@@ -24,9 +25,9 @@ enum class Option : unsigned {
 
 // In the order of Option, which POOLALLOC_VERBOSE lists them in.
 inline constexpr std::string_view kOptionNames[] = {
-    "POOLALLOC_STATS",      "POOLALLOC_STATS_FILE",  "POOLALLOC_VERBOSE",  "POOLALLOC_MAX_POOLED",
-    "POOLALLOC_DECAY_MS",   "POOLALLOC_REGION_SIZE", "POOLALLOC_ON_ERROR", "POOLALLOC_LEAKS",
-    "POOLALLOC_QUARANTINE", "POOLALLOC_BUILD_DIR"};
+    "POOLALLOC_STATS",    "POOLALLOC_STATS_FILE",   "POOLALLOC_VERBOSE",     "POOLALLOC_MAX_POOLED",
+    "POOLALLOC_DECAY_MS", "POOLALLOC_DECAY_THREAD", "POOLALLOC_REGION_SIZE", "POOLALLOC_ON_ERROR",
+    "POOLALLOC_LEAKS",    "POOLALLOC_QUARANTINE",   "POOLALLOC_BUILD_DIR"};
 
 inline constexpr std::string_view kOptionPrefix = "POOLALLOC_";
 

@@ -226,6 +226,7 @@ bool read_options() {
             "a size from 8M to 64T, such as 16G", g_options.region_size);
   read_size(Option::kDecayMs, 0, std::size_t{3600} * 1000, "milliseconds from 0 to 3600000",
             g_options.decay_ms, true);
+  read_flag(Option::kDecayThread, "0", "1", g_options.decay_thread);
   read_size(Option::kQuarantine, 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);
   read_flag(Option::kVerbose, "0", "1", g_options.verbose);
@@ -270,6 +271,9 @@ void report_options(bool debug_build) {
   value = {};
   value << std::uint64_t{g_options.decay_ms} << " ms";
   report_line(out, Option::kDecayMs, value, default_note(Option::kDecayMs));
+  value = {};
+  value << (g_options.decay_thread ? "1" : "0");
+  report_line(out, Option::kDecayThread, value, default_note(Option::kDecayThread));
   value = {};
   append_exact_bytes(value, g_options.region_size);
   report_line(out, Option::kRegionSize, value, default_note(Option::kRegionSize));

@@ -20,6 +20,8 @@ struct Options {
   std::size_t region_size = std::size_t{64} << 30;  // POOLALLOC_REGION_SIZE
   // POOLALLOC_DECAY_MS: the period after which memory that went unused goes back (decay.hpp).
   std::size_t decay_ms = 1000;
+  // POOLALLOC_DECAY_THREAD: whether the decay thread may run the steps (decay_thread.hpp).
+  bool decay_thread = true;
   bool verbose = false;  // POOLALLOC_VERBOSE
   // The table at exit: POOLALLOC_STATS=1, or POOLALLOC_STATS_FILE, which implies it.
   bool stats = false;

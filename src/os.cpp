@@ -87,6 +87,18 @@ void os_futex_wake(std::atomic<int>& word, int waiters) {
   futex(word, FUTEX_WAKE, waiters);
 }
 
+std::uint64_t os_clock_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1000 +
+         static_cast<std::uint64_t>(now.tv_nsec) / 1000000;
+}
+
+void os_sleep_ms(std::uint64_t ms) {
+  const timespec pause{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000};
+  nanosleep(&pause, nullptr);
+}
+
 void os_yield() {
   sched_yield();
 }

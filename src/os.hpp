@@ -47,6 +47,14 @@ void os_futex_wait(std::atomic<int>& word, int expected);
 // Wakes up to `waiters` threads sleeping on `word`.
 void os_futex_wake(std::atomic<int>& word, int waiters);
 
+// Time.
+
+// Milliseconds of CLOCK_MONOTONIC_COARSE: read from the vDSO, no system call, a few
+// nanoseconds, at the resolution of the kernel's tick.
+std::uint64_t os_clock_ms();
+// Sleeps for `ms` milliseconds (less if a signal interrupts it).
+void os_sleep_ms(std::uint64_t ms);
+
 // In a spin loop: lets the other hyperthread of the core run while this one waits.
 inline void os_spin_pause() {
   __builtin_ia32_pause();

@@ -190,19 +190,23 @@ void release_block_pages(std::byte* block, std::size_t size) {
   if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
 }
 
-void decay_retained_spans() {
+bool decay_retained_spans() {
   Span* unused = nullptr;
+  bool left = false;
   {
     TryLockGuard guard(g_carving_lock);
-    if (!guard.locked()) return;  // held for fork(): nothing decays now
+    if (!guard.locked()) return true;  // held for fork(): nothing decays now, maybe later
     // The spans are alike (empty, committed): which ones go back does not matter, how many does.
     for (std::size_t n = std::min(g_retained_low_water, g_retained_count); n != 0; --n) {
       list_push(unused, *list_pop(g_retained));
       --g_retained_count;
     }
     g_retained_low_water = g_retained_count;
+    left = g_retained_count != 0;
   }
+  const bool handed_back = unused != nullptr;
   hand_back_all_to_os(unused);
+  return handed_back || left;
 }
 
 std::size_t carved_bytes() {

@@ -24,8 +24,8 @@ std::size_t release_retained_spans();
 void release_block_pages(std::byte* block, std::size_t size);
 
 // Decay (decay.hpp): the retained spans that no carve took since the last call (the low-water
-// mark of their count) go back to the OS.
-void decay_retained_spans();
+// mark of their count) go back to the OS. True if any went back or are left.
+bool decay_retained_spans();
 
 // Bytes of spans carved and not released: what the pools hold.
 std::size_t carved_bytes();

@@ -10,6 +10,7 @@
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
 #include "decay.hpp"
+#include "decay_thread.hpp"
 #include "free_block_marks.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"
@@ -248,6 +249,16 @@ bool barrier_in_every_thread() {
   return done;
 }
 
+// Whether any bin of the cache holds a block. Of another thread's cache: a racy look, with
+// relaxed loads, good for a decision that a later look corrects.
+bool holds_blocks(const ThreadCache& cache) {
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const CacheBin& bin = CacheBins::of(cache, cls);
+    if (bin.top_slot() > bin.bottom_slot()) return true;
+  }
+  return false;
+}
+
 // The calling thread's cache, created on its first allocation; nullptr for a thread that
 // exited its cache already, or when the pools are unavailable.
 ThreadCache* own_cache() {
@@ -296,6 +307,7 @@ void* refill_and_allocate(unsigned cls) {
     bin.set_count(bin.count() - 1);
     block = *bin.top_slot();
   }
+  on_malloc_slow_path();  // with the cache unlocked: starting the thread allocates
   clear_mark(block);
   return block;
 }
@@ -323,6 +335,7 @@ void flush_and_deallocate(unsigned cls, void* block) {
     *bin.top_slot() = block;
     bin.set_count(bin.count() + 1);
   }
+  on_free_slow_path();
   errno = saved_errno;
 }
 
@@ -395,20 +408,26 @@ void release_recycled_slot_pages() {
 // - a pop that moved top down and then puts it back (bottom too high) leaves its block in the
 //   bin: if T1 was read in between, the block is at T1, above what is taken.
 // Pushes write at top, which never falls below the final bottom but for such a moment.
-void reclaim_caches(Reclaim which) {
-  if (!g_can_reclaim) return;
+bool reclaim_caches(Reclaim which) {
+  if (!g_can_reclaim) return false;
   TryLockGuard reclaiming(g_reclaim_lock);
-  if (!reclaiming.locked()) return;
+  if (!reclaiming.locked()) return true;  // another thread reclaims now: try again later
   ThreadCache* claimed = nullptr;
+  bool left = false;
   {
     TryLockGuard registry(g_registry_lock);
-    if (!registry.locked()) return;
+    if (!registry.locked()) return true;  // held for fork()
     const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
     for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
-      // An active thread empties its own cache at its next slow path.
-      if (which == Reclaim::kIdle && cache->flush_epoch.load(std::memory_order_relaxed) == epoch)
+      // An active thread empties its own cache at its next slow path, or goes idle and a later
+      // step takes what its bins hold then. (A racy look at the bins: it only decides whether
+      // a later step is wanted.)
+      if ((which == Reclaim::kIdle &&
+           cache->flush_epoch.load(std::memory_order_relaxed) == epoch) ||
+          cache == t_cache || !cache->lock.try_lock()) {
+        left |= holds_blocks(*cache);
         continue;
-      if (cache == t_cache || !cache->lock.try_lock()) continue;
+      }
       bool moved = false;
       for (unsigned cls = 0; cls < kClassCount; ++cls) {
         CacheBin& bin = CacheBins::of(*cache, cls);
@@ -427,7 +446,7 @@ void reclaim_caches(Reclaim which) {
       list_push(claimed, *cache, &ThreadCache::reclaim_next);
     }
   }
-  if (claimed == nullptr) return;
+  if (claimed == nullptr) return left;
   const bool ordered = barrier_in_every_thread();
   while (ThreadCache* const cache = list_pop(claimed, &ThreadCache::reclaim_next)) {
     for (unsigned cls = 0; cls < kClassCount; ++cls) {
@@ -444,6 +463,7 @@ void reclaim_caches(Reclaim which) {
     }
     cache->lock.unlock();
   }
+  return true;
 }
 
 ClassUsage class_usage(unsigned cls) {

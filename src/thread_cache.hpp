@@ -192,11 +192,12 @@ void flush_and_deallocate(unsigned cls, void* block);
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();
 
-// malloc_trim (kAll) and decay (kIdle: caches whose owner ran no slow path for a whole decay
-// period): takes the blocks of other threads' bins back into their spans, while their owners
-// run on. Does nothing where the kernel has no membarrier(2).
+// malloc_trim (kAll) and decay (kIdle: caches whose owner ran no slow path since the previous
+// decay step): takes the blocks of other threads' bins back into their spans, while their
+// owners run on. Does nothing where the kernel has no membarrier(2). True if it took blocks, or
+// left some in caches that a later step may take.
 enum class Reclaim { kAll, kIdle };
-void reclaim_caches(Reclaim which);
+bool reclaim_caches(Reclaim which);
 
 // Decay and malloc_trim: flushes and recycles the caches of threads that are gone without their
 // exit flush (a thread whose first allocation came in the last round of pthread key

@@ -33,7 +33,8 @@ TEST(Options, SilentByDefault) {
 TEST(Options, EveryKnownOptionIsSilentAtItsDefault) {
   const std::string all =
       "POOLALLOC_STATS=0 POOLALLOC_STATS_FILE= POOLALLOC_VERBOSE=0 POOLALLOC_MAX_POOLED=32768 "
-      "POOLALLOC_DECAY_MS=1000 POOLALLOC_REGION_SIZE=64G POOLALLOC_ON_ERROR=abort "
+      "POOLALLOC_DECAY_MS=1000 POOLALLOC_DECAY_THREAD=1 POOLALLOC_REGION_SIZE=64G "
+      "POOLALLOC_ON_ERROR=abort "
       "POOLALLOC_LEAKS=0 POOLALLOC_QUARANTINE=16M POOLALLOC_BUILD_DIR=/nonexistent";
   EXPECT_EQ(stderr_of(all, "ls /"), "");
   EXPECT_EQ(run_preloaded(all, "ls /", POOLALLOC_DEBUG_LIBRARY).err, "");
@@ -261,6 +262,7 @@ TEST(Verbose, TheReleaseBuildListsTheVersionAndTheOptionsInForce) {
                                    "  POOLALLOC_VERBOSE      1\n"
                                    "  POOLALLOC_MAX_POOLED   1.125 KiB\n"
                                    "  POOLALLOC_DECAY_MS     1000 ms (default)\n"
+                                   "  POOLALLOC_DECAY_THREAD 1 (default)\n"
                                    "  POOLALLOC_REGION_SIZE  16 GiB\n"
                                    "  POOLALLOC_LEAKS        1 (read by the debug build only)\n");
 }
@@ -269,7 +271,7 @@ TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
   const ScratchDirectory scratch;
   const auto run = run_preloaded(
       "POOLALLOC_VERBOSE=1 POOLALLOC_STATS_FILE=stats-%p.txt POOLALLOC_QUARANTINE=1500 "
-      "POOLALLOC_DECAY_MS=0",
+      "POOLALLOC_DECAY_MS=0 POOLALLOC_DECAY_THREAD=0",
       "ls /", POOLALLOC_DEBUG_LIBRARY, scratch.path());
   EXPECT_EQ(without_pids(run.err), "poolalloc " POOLALLOC_VERSION_STRING
                                    ", debug build, pid N, options in force:\n"
@@ -280,6 +282,7 @@ TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
                                        "  POOLALLOC_VERBOSE      1\n"
                                        "  POOLALLOC_MAX_POOLED   32 KiB (default)\n"
                                        "  POOLALLOC_DECAY_MS     0 ms\n"
+                                       "  POOLALLOC_DECAY_THREAD 0\n"
                                        "  POOLALLOC_REGION_SIZE  64 GiB (default)\n"
                                        "  POOLALLOC_ON_ERROR     abort (default)\n"
                                        "  POOLALLOC_LEAKS        0 (default)\n"

@@ -1,0 +1,193 @@
+// At the default options (POOLALLOC_DECAY_MS=1000), the resident set comes back down to the
+// live set plus a small bound within two decay periods of a peak, whatever the program does
+// next: traffic that never leaves the thread cache's fast path, one call a second, frees only,
+// or no call at all. The decay thread (src/decay_thread.hpp) runs the steps; a program that
+// stays small never gets it; a child of fork gets its memory back too.
+//
+// Each test is a process of its own (gtest_discover_tests), so the thread's state is each
+// test's own.
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "malloc_test_util.hpp"
+#include "rss_workloads.hpp"
+#include "test_seed.hpp"
+
+namespace malloc_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kBurst = size_t{128} << 20;
+// Two decay periods at the default POOLALLOC_DECAY_MS.
+constexpr auto kTwoPeriods = std::chrono::milliseconds(2000);
+// docs/tuning.md's small bound is 8 MiB; the margin is on the bound only.
+constexpr size_t kBound = 12 * kMiB;
+
+void pause_ms(long ms) {
+  const timespec pause{ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&pause, nullptr);
+}
+
+// Allocates `bytes` of 64-byte blocks, writes each, and frees them in random order; the array
+// of pointers lives outside the allocator. False if the blocks were not all had.
+bool burst_freed_in_random_order(size_t bytes, uint64_t seed) {
+  const size_t count = bytes / 64;
+  PointerArray blocks(count);
+  if (blocks.data() == nullptr) return false;
+  for (size_t i = 0; i < count; ++i) {
+    blocks[i] = malloc(opaque(size_t{64}));
+    if (blocks[i] == nullptr) return false;
+    static_cast<uintptr_t*>(blocks[i])[0] = i;
+  }
+  std::mt19937_64 rng(seed);
+  for (size_t i = count; i > 1; --i) std::swap(blocks[i - 1], blocks[rng() % i]);
+  for (size_t i = 0; i < count; ++i) free(blocks[i]);
+  return true;
+}
+
+// Whether a thread of this process is named poolalloc-decay.
+bool decay_thread_exists() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return false;
+  bool found = false;
+  while (dirent* entry = readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    char path[64], name[32] = {};
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n > 0 && std::strncmp(name, "poolalloc-decay\n", 16) == 0) found = true;
+  }
+  closedir(tasks);
+  return found;
+}
+
+// Runs the burst, then `after_peak` until two periods have passed since the burst was freed;
+// returns the resident set then, which the caller compares with `before`.
+template <class AfterPeak>
+void expect_rss_back_within_two_periods(const char* what, AfterPeak after_peak) {
+  const size_t before = resident_bytes();
+  ASSERT_TRUE(burst_freed_in_random_order(kBurst, poolalloc_test::test_seed(4)));
+  const auto freed_at = Clock::now();
+  const size_t freed = resident_bytes();
+  after_peak(freed_at + kTwoPeriods);
+  const size_t after = resident_bytes();
+  std::printf(
+      "RSS %zu MiB before, %zu MiB once %zu MiB were freed, %zu MiB two periods later (%s)\n",
+      before / kMiB, freed / kMiB, kBurst / kMiB, after / kMiB, what);
+  EXPECT_LT(after, before + kBound);
+}
+
+// 1000 blocks of 64 to 127 bytes allocated, written and freed every 10 ms: about 96 KiB live at
+// most, all of it served by the thread cache's fast path once its bins have grown (the same
+// sizes each time, so that no bin ever runs short or over).
+TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderFastPathOnlyTraffic) {
+  expect_rss_back_within_two_periods("fast-path traffic", [](Clock::time_point until) {
+    void* blocks[1000];
+    while (Clock::now() < until) {
+      for (size_t i = 0; i < 1000; ++i) {
+        blocks[i] = malloc(opaque(size_t{64} + i % 64));
+        if (blocks[i] != nullptr) static_cast<uintptr_t*>(blocks[i])[0] = i;
+      }
+      for (void* block : blocks) free(block);
+      pause_ms(10);
+    }
+  });
+}
+
+// One allocator call a second: a malloc, and a second later its free.
+TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderOneCallASecond) {
+  expect_rss_back_within_two_periods("one call a second", [](Clock::time_point until) {
+    void* block = nullptr;
+    while (Clock::now() < until) {
+      if (block == nullptr) {
+        block = malloc(opaque(size_t{64}));
+      } else {
+        free(block);
+        block = nullptr;
+      }
+      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::seconds(1)));
+    }
+    free(block);
+  });
+}
+
+// After the peak the program only frees: 1000 blocks it kept, one every 2 ms.
+TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderFreesOnly) {
+  void* kept[1000];
+  for (void*& block : kept) block = malloc(opaque(size_t{64}));
+  expect_rss_back_within_two_periods("frees only", [&](Clock::time_point until) {
+    for (void* block : kept) {
+      free(block);
+      pause_ms(2);
+    }
+    std::this_thread::sleep_until(until);
+  });
+}
+
+TEST(RssAfterPeak, FallsWithinTwoPeriodsWithNoCallAtAll) {
+  expect_rss_back_within_two_periods(
+      "no call", [](Clock::time_point until) { std::this_thread::sleep_until(until); });
+}
+
+// A program whose pools never hold more than a few MiB never gets the decay thread, however
+// many slow paths it takes.
+TEST(RssAfterPeak, SmallProgramNeverStartsTheDecayThread) {
+  std::mt19937_64 rng(poolalloc_test::test_seed(6));
+  PointerArray blocks(4096);
+  for (int round = 0; round < 200; ++round) {
+    for (size_t i = 0; i < 4096; ++i) blocks[i] = malloc(opaque(mixed_size(rng) % 1024 + 1));
+    for (size_t i = 4096; i > 1; --i) std::swap(blocks[i - 1], blocks[rng() % i]);
+    for (size_t i = 0; i < 4096; ++i) free(blocks[i]);
+  }
+  pause_ms(100);
+  EXPECT_FALSE(decay_thread_exists());
+}
+
+// The decay thread does not survive fork(): a child of a parent that has it starts its own on
+// demand, and its memory comes back within two periods while it makes no call at all.
+TEST(RssAfterPeak, ChildOfForkAfterTheThreadStartedGetsItsMemoryBack) {
+  ASSERT_TRUE(burst_freed_in_random_order(size_t{32} << 20, poolalloc_test::test_seed(7)));
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!decay_thread_exists() && Clock::now() < deadline) pause_ms(10);
+  ASSERT_TRUE(decay_thread_exists()) << "the parent did not start the decay thread";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const bool had_thread = decay_thread_exists();
+    const size_t before = resident_bytes();
+    if (!burst_freed_in_random_order(kBurst, poolalloc_test::test_seed(8))) _exit(3);
+    const auto freed_at = Clock::now();
+    const size_t freed = resident_bytes();
+    std::this_thread::sleep_until(freed_at + kTwoPeriods);
+    const size_t after = resident_bytes();
+    std::printf("child: RSS %zu MiB before, %zu MiB once freed, %zu MiB two periods later\n",
+                before / kMiB, freed / kMiB, after / kMiB);
+    std::fflush(stdout);
+    _exit(had_thread ? 2 : after < before + kBound ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 2) << "the child inherited a decay thread";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's memory did not come back";
+}
+
+}  // namespace
+}  // namespace malloc_test
