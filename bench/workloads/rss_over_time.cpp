@@ -150,7 +150,8 @@ double run_burst(long mib, const std::string& after, void** kept) {
   return now_s();
 }
 
-// What the program does after the burst, until `until`.
+// What the program does after the burst, until `until`; called once per sample, it goes on
+// where the previous call stopped.
 void after_burst(const std::string& after, void** kept, double until) {
   if (after == "fast") {
     void* blocks[1000];
@@ -163,8 +164,9 @@ void after_burst(const std::string& after, void** kept, double until) {
       sleep_until(now_s() + 0.01);
     }
   } else if (after == "one") {
-    void* block = nullptr;
-    for (double next = now_s(); next < until; next += 1) {
+    static void* block = nullptr;
+    static double next = now_s();
+    for (; next < until; next += 1) {
       sleep_until(next);
       if (block == nullptr) {
         block = std::malloc(64);
@@ -174,8 +176,9 @@ void after_burst(const std::string& after, void** kept, double until) {
       }
     }
   } else if (after == "frees") {
-    for (std::size_t i = 0; i < 1000 && now_s() < until; ++i) {
-      std::free(kept[i]);
+    static std::size_t freed = 0;
+    for (; freed < 1000 && now_s() < until; ++freed) {
+      std::free(kept[freed]);
       sleep_until(now_s() + 0.002);
     }
   }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Does RSS come down after a peak, whatever the program does next? Runs
+# bench/workloads/rss_over_time under every allocator, at its default options, and prints the
+# resident set at the peak and 0.5, 1, 2, 4 and 8 s after it as markdown tables:
+# - a burst of --mib MiB of 64-byte blocks freed in random order, then fast-path-only traffic,
+#   one call a second, frees only, or no call at all;
+# - a thread pool of 64, 256 and 1000 workers that each ran one job (about 800 KiB of blocks of
+#   16 B to 8 KiB, allocated then freed) and wait, while the main thread makes no call.
+#
+#   scripts/rss-over-time.sh [--mib N] [--allocators LIST] [--workers LIST]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+mib=256
+allocators="glibc jemalloc mimalloc tcmalloc poolalloc"
+workers="64 256 1000"
+while (($#)); do
+  case $1 in
+    --mib) mib=$2; shift ;;
+    --allocators) allocators=${2//,/ }; shift ;;
+    --workers) workers=${2//,/ }; shift ;;
+    *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+  shift
+done
+
+build_dir="$root/build-suite"  # CMakePresets.json: preset suite
+(cd "$root" && cmake --preset suite >/dev/null &&
+  cmake --build --preset suite --target poolalloc workload_rss_over_time >/dev/null)
+
+libdir=/usr/lib/x86_64-linux-gnu
+declare -A libraries=(
+  [glibc]="" [jemalloc]="$libdir/libjemalloc.so.2" [mimalloc]="$libdir/libmimalloc.so.2"
+  [tcmalloc]="$libdir/libtcmalloc_minimal.so.4" [poolalloc]="$build_dir/src/libpoolalloc.so")
+
+# One table: a row per allocator, the workload's arguments in "$@".
+table() {
+  echo "| allocator | peak | 0.5 s | 1 s | 2 s | 4 s | 8 s |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  for allocator in $allocators; do
+    library=${libraries[$allocator]?unknown allocator $allocator}
+    [[ -z $library || -e $library ]] || continue
+    read -r peak s1 s2 s3 s4 s5 < <(env -u LD_PRELOAD ${library:+LD_PRELOAD=$library} \
+      "$build_dir/bench/workloads/rss_over_time" "$@")
+    echo "| $allocator | $peak | $s1 | $s2 | $s3 | $s4 | $s5 |"
+  done
+  echo
+}
+
+echo "RSS in MiB after a peak, at each allocator's default options"
+echo
+for after in fast one frees none; do
+  echo "$mib MiB of 64-byte blocks freed in random order, then: $after"
+  echo
+  table --pattern=burst --mib="$mib" --after="$after"
+done
+for count in $workers; do
+  echo "$count workers, each ran one job and waits; the main thread makes no call"
+  echo
+  table --pattern=pool --workers="$count"
+done
