@@ -25,7 +25,7 @@
 
 namespace poolalloc::internal {
 
-// The pools' spans, in bytes, past which the first slow path of free starts the thread.
+// The pools' spans, in bytes, past which the first slow path of malloc starts the thread.
 inline constexpr std::size_t kDecayThreadStartBytes = std::size_t{8} << 20;
 
 enum DecayThreadState : int { kNotStarted, kStarting, kRunning, kSleeping, kFailed };

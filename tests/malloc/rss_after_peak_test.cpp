@@ -34,8 +34,8 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kBurst = size_t{128} << 20;
 // Two decay periods at the default POOLALLOC_DECAY_MS.
 constexpr auto kTwoPeriods = std::chrono::milliseconds(2000);
-// docs/tuning.md's small bound is 8 MiB; the margin is on the bound only.
-constexpr size_t kBound = 12 * kMiB;
+// docs/tuning.md's small bound.
+constexpr size_t kBound = 8 * kMiB;
 
 void pause_ms(long ms) {
   const timespec pause{ms / 1000, (ms % 1000) * 1000000};
