@@ -10,11 +10,7 @@ std::size_t BlockRegistry::slot_of(std::uintptr_t address) const {
                                   (64 - __builtin_ctzll(capacity_)));
 }
 
-bool BlockRegistry::grow() {
-  // Double when live records fill a quarter; otherwise rehash in place to drop tombstones.
-  const std::size_t capacity = capacity_ == 0                 ? 4096
-                               : (count_ + 1) * 4 > capacity_ ? capacity_ * 2
-                                                              : capacity_;
+bool BlockRegistry::resize(std::size_t capacity) {
   auto* slots = static_cast<BlockRecord*>(os_map(capacity * sizeof(BlockRecord)));
   if (slots == nullptr) return false;
   BlockRecord* old_slots = slots_;
@@ -30,7 +26,12 @@ bool BlockRegistry::grow() {
 }
 
 bool BlockRegistry::insert(const BlockRecord& record) {
-  if ((count_ + tombstones_ + 1) * 2 > capacity_ && !grow()) return false;
+  // Double when live records fill a quarter; otherwise rehash in place to drop tombstones.
+  if ((count_ + tombstones_ + 1) * 2 > capacity_ &&
+      !resize(capacity_ == 0                 ? kMinCapacity
+              : (count_ + 1) * 4 > capacity_ ? capacity_ * 2
+                                             : capacity_))
+    return false;
   std::size_t i = slot_of(record.address);
   while (slots_[i].address > kTombstone) i = (i + 1) & (capacity_ - 1);
   if (slots_[i].address == kTombstone) --tombstones_;
@@ -55,6 +56,10 @@ BlockRecord BlockRegistry::remove(std::uintptr_t address) {
   slot->address = kTombstone;
   --count_;
   ++tombstones_;
+  // Halve when live records fill less than a sixteenth, so that the table of a peak goes back to
+  // the OS with the blocks (the gap to the doubling at a quarter keeps it from bouncing; each
+  // rehash follows at least capacity/16 removals). Where no memory is to be had, it stays.
+  if (capacity_ > kMinCapacity && count_ * 16 < capacity_) resize(capacity_ / 2);
   return record;
 }
 

@@ -36,8 +36,10 @@ class BlockRegistry {
 
  private:
   static constexpr std::uintptr_t kEmpty = 0, kTombstone = 1;
+  static constexpr std::size_t kMinCapacity = 4096;
   [[nodiscard]] std::size_t slot_of(std::uintptr_t address) const;
-  bool grow();
+  // Moves the live records into a table of `capacity` slots; false when it cannot be had.
+  bool resize(std::size_t capacity);
 
   BlockRecord* slots_ = nullptr;
   std::size_t capacity_ = 0;  // a power of two

@@ -32,12 +32,17 @@ void* run_decay_thread(void*) {
   const std::uint64_t interval = std::max<std::uint64_t>(1, step_interval_ms());
   for (;;) {
     os_sleep_ms(interval);
-    if (decay_step()) continue;
+    // A step that found something, or a note since the last look, calls for another step.
+    if (decay_step() || g_decay_noted.exchange(false)) continue;
     int running = kRunning;
-    if (!g_decay_thread_state.compare_exchange_strong(running, kSleeping,
-                                                      std::memory_order_relaxed))
+    if (!g_decay_thread_state.compare_exchange_strong(running, kSleeping)) continue;
+    // A note made before the move to kSleeping was not followed by a wake: look again (see
+    // note_decay_work); one made after it is followed by a wake.
+    if (g_decay_noted.exchange(false)) {
+      g_decay_thread_state.store(kRunning, std::memory_order_relaxed);
       continue;
-    // Until a slow path of free sets kRunning and wakes us (a spurious return reads it again).
+    }
+    // Until a slow path sets kRunning and wakes us (a spurious return reads it again).
     while (g_decay_thread_state.load(std::memory_order_acquire) == kSleeping)
       os_futex_wait(g_decay_thread_state, kSleeping);
   }

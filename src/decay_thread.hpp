@@ -8,9 +8,11 @@
 // blocks while it holds the lock of its stack cache, which pthread_create takes (a thread
 // joining another deadlocked on itself). Then:
 // - it runs a step every third of POOLALLOC_DECAY_MS while the steps find memory to give back,
-//   and sleeps on a futex, without timeout, after a step that found none; the next slow path of
-//   free wakes it (one relaxed load per slow path of malloc and free; a futex wake only on the
-//   transition from sleeping to running);
+//   and sleeps on a futex, without timeout, after a step that found none;
+// - every slow path of malloc and free, and every thread's exit, may have made memory that a
+//   step could give back (blocks carved into a cache that then goes idle, blocks flushed past a
+//   cache, a cache left behind): each notes it (a relaxed load while the note stands) and wakes
+//   the thread if it sleeps (a futex wake only on the transition from sleeping to running);
 // - while it exists, slow paths run no step themselves (they keep emptying their own cache when
 //   the flush epoch moved);
 // - where it cannot be created (EAGAIN, a seccomp filter), the slow paths run the steps, and a
@@ -23,28 +25,43 @@
 #include <atomic>
 #include <cstddef>
 
+#include "pool_region.hpp"
+#include "size_classes.hpp"
+
 namespace poolalloc::internal {
 
-// The pools' spans, in bytes, past which the first slow path of malloc starts the thread.
-inline constexpr std::size_t kDecayThreadStartBytes = std::size_t{8} << 20;
+// The pools' spans, in bytes, past which the first slow path of malloc starts the thread: 8 MiB
+// beyond a span for every size class, so that a small program that touched every class (9 MiB
+// of spans, little of them resident) gets no thread.
+inline constexpr std::size_t kDecayThreadStartBytes =
+    (std::size_t{8} << 20) + (std::size_t{kClassCount} << kSpanShift);
 
 enum DecayThreadState : int { kNotStarted, kStarting, kRunning, kSleeping, kFailed };
 inline constinit std::atomic<int> g_decay_thread_state{kNotStarted};
+// Set by the slow paths since the thread last looked: a step may find memory to give back. The
+// thread reads and clears it before it sleeps, so that no note is lost (decay_thread.cpp).
+inline constinit std::atomic<bool> g_decay_noted{false};
 
 void start_decay_thread();
 void wake_decay_thread();
 
+// A slow path or a thread's exit may have made memory that a step could give back: notes it, and
+// wakes the thread if it sleeps. The store and the load are sequentially consistent: with the
+// thread's own two (it moves to kSleeping, then reads the note) one of the two sides sees the
+// other's.
+inline void note_decay_work() {
+  if (!g_decay_noted.load(std::memory_order_relaxed)) g_decay_noted.store(true);
+  if (g_decay_thread_state.load() == kSleeping) [[unlikely]]
+    wake_decay_thread();
+}
+
 // Malloc's slow path, holding no allocator lock (creating a thread allocates): starts the thread
-// when the pools have grown enough.
+// when the pools have grown enough, else notes the work.
 inline void on_malloc_slow_path() {
   if (g_decay_thread_state.load(std::memory_order_relaxed) == kNotStarted) [[unlikely]]
     start_decay_thread();
-}
-
-// Free's slow path: memory came back past a cache; wakes the thread if it sleeps.
-inline void on_free_slow_path() {
-  if (g_decay_thread_state.load(std::memory_order_relaxed) == kSleeping) [[unlikely]]
-    wake_decay_thread();
+  else
+    note_decay_work();
 }
 
 // Whether the decay thread runs the steps (so that slow paths do not).

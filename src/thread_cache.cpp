@@ -233,6 +233,7 @@ void on_thread_exit(void* data) {
   t_cache = &g_empty_cache;
   t_exited = true;
   retire_cache(cache);
+  note_decay_work();  // the blocks it flushed, and its slot pages, may go back
 }
 
 // Whether membarrier(2) can order this process's threads (registered once at start-up, and
@@ -335,7 +336,7 @@ void flush_and_deallocate(unsigned cls, void* block) {
     *bin.top_slot() = block;
     bin.set_count(bin.count() + 1);
   }
-  on_free_slow_path();
+  note_decay_work();
   errno = saved_errno;
 }
 

@@ -8,6 +8,7 @@
 // test's own.
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -15,10 +16,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -147,8 +151,20 @@ TEST(RssAfterPeak, FallsWithinTwoPeriodsWithNoCallAtAll) {
 }
 
 // A program whose pools never hold more than a few MiB never gets the decay thread, however
-// many slow paths it takes.
+// many slow paths it takes, even one that keeps a block of every size class (a span each, 9 MiB
+// of spans in all).
 TEST(RssAfterPeak, SmallProgramNeverStartsTheDecayThread) {
+  PointerArray one_per_class(32768 / 16);
+  size_t classes = 0;
+  for (size_t size = 16, last = 0; size <= 32768; size += 16) {
+    void* block = malloc(opaque(size));
+    if (malloc_usable_size(block) == last) {
+      free(block);
+      continue;
+    }
+    last = malloc_usable_size(block);
+    one_per_class[classes++] = block;
+  }
   std::mt19937_64 rng(poolalloc_test::test_seed(6));
   PointerArray blocks(4096);
   for (int round = 0; round < 200; ++round) {
@@ -158,6 +174,55 @@ TEST(RssAfterPeak, SmallProgramNeverStartsTheDecayThread) {
   }
   pause_ms(100);
   EXPECT_FALSE(decay_thread_exists());
+  for (size_t i = 0; i < classes; ++i) free(one_per_class[i]);
+}
+
+// The decay thread sleeps once its steps find nothing; then a pool of workers that each take
+// blocks of the larger classes through their caches' slow paths, free them into their caches
+// (no free passes a cache) and wait, must wake it: their caches go back within two periods.
+TEST(RssAfterPeak, IdleWorkersCachesGoBackAfterTheThreadSlept) {
+  constexpr int kWorkers = 64;
+  ASSERT_TRUE(burst_freed_in_random_order(size_t{32} << 20, poolalloc_test::test_seed(9)));
+  std::this_thread::sleep_for(kTwoPeriods);  // the thread gave the burst back and sleeps
+  const size_t before = resident_bytes();
+  std::mutex mutex;
+  std::condition_variable done;
+  int idle = 0;
+  bool finish = false;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&] {
+      void* blocks[2];
+      for (size_t size = 1024; size <= 32768; size += size / 4) {
+        for (void*& block : blocks) {
+          block = malloc(opaque(size));
+          if (block != nullptr) std::memset(block, 1, size);
+        }
+        for (void* block : blocks) free(block);
+      }
+      std::unique_lock<std::mutex> lock(mutex);
+      ++idle;
+      done.notify_all();
+      done.wait(lock, [&] { return finish; });
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return idle == kWorkers; });
+  }
+  const size_t busy = resident_bytes();
+  std::this_thread::sleep_for(kTwoPeriods);
+  const size_t after = resident_bytes();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    finish = true;
+  }
+  done.notify_all();
+  for (std::thread& worker : workers) worker.join();
+  std::printf("RSS %zu MiB before the workers, %zu MiB once idle, %zu MiB two periods later\n",
+              before / kMiB, busy / kMiB, after / kMiB);
+  // The bound, and each worker's cache (68 KiB at most) and stack (the test's own cost).
+  EXPECT_LT(after, before + kBound + kWorkers * 2 * 68 * 1024);
 }
 
 // The decay thread does not survive fork(): a child of a parent that has it starts its own on
