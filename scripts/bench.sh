@@ -97,22 +97,12 @@ if [[ -n $mbench ]]; then
   [[ $workloads_given ]] || workloads+=" mimalloc-bench"
 fi
 
-libdir=/usr/lib/x86_64-linux-gnu
-library_of() {
-  case $1 in
-    glibc) echo "" ;;
-    jemalloc) echo "$libdir/libjemalloc.so.2" ;;
-    mimalloc) echo "$libdir/libmimalloc.so.2" ;;
-    tcmalloc) echo "$libdir/libtcmalloc_minimal.so.4" ;;
-    poolalloc) echo "$poolalloc" ;;
-    ?*=?*) echo "${1#*=}" ;;
-    *) echo "bench.sh: unknown allocator '$1'" >&2; return 1 ;;
-  esac
-}
+# shellcheck source=scripts/allocators.sh
+source "$root/scripts/allocators.sh"
 names=()
 libs=()
 for allocator in $allocators; do
-  lib=$(library_of "$allocator")
+  lib=$(library_of "$allocator" "$poolalloc")
   if [[ -n $lib && ! -e $lib ]]; then
     if [[ $mode == smoke ]]; then
       echo "bench.sh: skipping $allocator: $lib is not installed" >&2

@@ -50,10 +50,8 @@ fi
 poolalloc=${poolalloc:-$build_dir/src/libpoolalloc.so}
 program=${bin_dir:-$build_dir/bench/workloads}/fastpath
 
-libdir=/usr/lib/x86_64-linux-gnu
-declare -A libraries=(
-  [glibc]="" [jemalloc]="$libdir/libjemalloc.so.2" [mimalloc]="$libdir/libmimalloc.so.2"
-  [tcmalloc]="$libdir/libtcmalloc_minimal.so.4" [poolalloc]="$poolalloc")
+# shellcheck source=scripts/allocators.sh
+source "$root/scripts/allocators.sh"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/poolalloc-fastpath.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -90,8 +88,7 @@ n2=2000000
   echo "| allocator | Ir at N=1M | Ir at N=2M | instructions per pair |"
   echo "|---|---:|---:|---:|"
   for allocator in $allocators; do
-    lib=${libraries[$allocator]-missing}
-    if [[ $lib == missing || (-n $lib && ! -e $lib) ]]; then
+    if ! lib=$(library_of "$allocator" "$poolalloc" 2>/dev/null) || [[ -n $lib && ! -e $lib ]]; then
       echo "fastpath: skipping $allocator (no library)" >&2
       continue
     fi

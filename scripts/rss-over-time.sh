@@ -27,17 +27,15 @@ build_dir="$root/build-suite"  # CMakePresets.json: preset suite
 (cd "$root" && cmake --preset suite >/dev/null &&
   cmake --build --preset suite --target poolalloc workload_rss_over_time >/dev/null)
 
-libdir=/usr/lib/x86_64-linux-gnu
-declare -A libraries=(
-  [glibc]="" [jemalloc]="$libdir/libjemalloc.so.2" [mimalloc]="$libdir/libmimalloc.so.2"
-  [tcmalloc]="$libdir/libtcmalloc_minimal.so.4" [poolalloc]="$build_dir/src/libpoolalloc.so")
+# shellcheck source=scripts/allocators.sh
+source "$root/scripts/allocators.sh"
 
 # One table: a row per allocator, the workload's arguments in "$@".
 table() {
   echo "| allocator | peak | 0.5 s | 1 s | 2 s | 4 s | 8 s |"
   echo "|---|---:|---:|---:|---:|---:|---:|"
   for allocator in $allocators; do
-    library=${libraries[$allocator]?unknown allocator $allocator}
+    library=$(library_of "$allocator" "$build_dir/src/libpoolalloc.so")
     [[ -z $library || -e $library ]] || continue
     read -r peak s1 s2 s3 s4 s5 < <(env -u LD_PRELOAD ${library:+LD_PRELOAD=$library} \
       "$build_dir/bench/workloads/rss_over_time" "$@")

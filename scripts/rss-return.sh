@@ -21,17 +21,15 @@ build_dir="$root/build-suite"  # CMakePresets.json: preset suite
 (cd "$root" && cmake --preset suite >/dev/null &&
   cmake --build --preset suite --target poolalloc workload_rss_return >/dev/null)
 
-libdir=/usr/lib/x86_64-linux-gnu
-declare -A libraries=(
-  [glibc]="" [jemalloc]="$libdir/libjemalloc.so.2" [mimalloc]="$libdir/libmimalloc.so.2"
-  [tcmalloc]="$libdir/libtcmalloc_minimal.so.4" [poolalloc]="$build_dir/src/libpoolalloc.so")
+# shellcheck source=scripts/allocators.sh
+source "$root/scripts/allocators.sh"
 
 echo "RSS in MiB, $mib MiB allocated in blocks of 64 B to 1 KiB, then all freed"
 echo
 echo "| allocator | before | peak | after free | after malloc_trim(0) |"
 echo "|---|---:|---:|---:|---:|"
 for allocator in $allocators; do
-  library=${libraries[$allocator]?unknown allocator $allocator}
+  library=$(library_of "$allocator" "$build_dir/src/libpoolalloc.so")
   [[ -z $library || -e $library ]] || continue
   read -r before peak after trimmed < <(LD_PRELOAD=$library \
     "$build_dir/bench/workloads/rss_return" --mib="$mib")
