@@ -30,8 +30,10 @@ constinit std::atomic<std::uint32_t> g_steps_before_retry{0};
 void* run_decay_thread(void*) {
   pthread_setname_np(pthread_self(), "poolalloc-decay");
   const std::uint64_t interval = std::max<std::uint64_t>(1, step_interval_ms());
+  bool pause = true;
   for (;;) {
-    os_sleep_ms(interval);
+    if (pause) os_sleep_ms(interval);
+    pause = true;
     // A step that found something, or a note since the last look, calls for another step.
     if (decay_step() || g_decay_noted.exchange(false)) continue;
     int running = kRunning;
@@ -42,9 +44,12 @@ void* run_decay_thread(void*) {
       g_decay_thread_state.store(kRunning, std::memory_order_relaxed);
       continue;
     }
-    // Until a slow path sets kRunning and wakes us (a spurious return reads it again).
-    while (g_decay_thread_state.load(std::memory_order_acquire) == kSleeping)
-      os_futex_wait(g_decay_thread_state, kSleeping);
+    // Until a slow path sets kRunning and wakes us, or a period passes: frees that stay within
+    // the threads' caches wake nobody, yet an idle owner's cache must go back within two periods,
+    // so asleep the thread still steps once a period (right away then: the period was its pause).
+    os_futex_wait_ms(g_decay_thread_state, kSleeping, g_options.decay_ms);
+    int sleeping = kSleeping;
+    if (g_decay_thread_state.compare_exchange_strong(sleeping, kRunning)) pause = false;
   }
   return nullptr;
 }

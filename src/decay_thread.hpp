@@ -8,7 +8,8 @@
 // blocks while it holds the lock of its stack cache, which pthread_create takes (a thread
 // joining another deadlocked on itself). Then:
 // - it runs a step every third of POOLALLOC_DECAY_MS while the steps find memory to give back,
-//   and sleeps on a futex, without timeout, after a step that found none;
+//   and sleeps on a futex after a step that found none, for one period at most (frees that stay
+//   within the threads' caches wake nobody, and an idle owner's cache must still go back);
 // - every slow path of malloc and free, and every thread's exit, may have made memory that a
 //   step could give back (blocks carved into a cache that then goes idle, blocks flushed past a
 //   cache, a cache left behind): each notes it (a relaxed load while the note stands) and wakes

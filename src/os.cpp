@@ -22,9 +22,9 @@ void* mapped_or_null(void* p) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
-long futex(std::atomic<int>& word, int op, int value) {
+long futex(std::atomic<int>& word, int op, int value, const timespec* timeout = nullptr) {
   static_assert(sizeof(std::atomic<int>) == sizeof(int));
-  return syscall(SYS_futex, reinterpret_cast<int*>(&word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
+  return syscall(SYS_futex, reinterpret_cast<int*>(&word), op | FUTEX_PRIVATE_FLAG, value, timeout,
                  nullptr, 0);
 }
 
@@ -81,6 +81,11 @@ std::size_t os_resident_bytes(const void* start, std::size_t bytes) {
 
 void os_futex_wait(std::atomic<int>& word, int expected) {
   futex(word, FUTEX_WAIT, expected);
+}
+
+void os_futex_wait_ms(std::atomic<int>& word, int expected, std::uint64_t ms) {
+  const timespec timeout{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000};
+  futex(word, FUTEX_WAIT, expected, &timeout);
 }
 
 void os_futex_wake(std::atomic<int>& word, int waiters) {

@@ -44,6 +44,8 @@ std::size_t os_resident_bytes(const void* start, std::size_t bytes);
 // Sleeps while `word` holds `expected` (returns at once if it does not), until a wake, or a
 // signal; the caller reads the word again either way. Private to this process.
 void os_futex_wait(std::atomic<int>& word, int expected);
+// The same, for `ms` milliseconds at most.
+void os_futex_wait_ms(std::atomic<int>& word, int expected, std::uint64_t ms);
 // Wakes up to `waiters` threads sleeping on `word`.
 void os_futex_wake(std::atomic<int>& word, int waiters);
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -223,6 +224,80 @@ TEST(RssAfterPeak, IdleWorkersCachesGoBackAfterTheThreadSlept) {
               before / kMiB, busy / kMiB, after / kMiB);
   // The bound, and each worker's cache (68 KiB at most) and stack (the test's own cost).
   EXPECT_LT(after, before + kBound + kWorkers * 2 * 68 * 1024);
+}
+
+// The decay thread sleeps once its steps find nothing; then workers free what they hold into
+// their own caches (the bins have room: no free leaves the fast path, nothing wakes the thread)
+// and wait. A sleeping thread still steps once a period: their caches go back within two.
+TEST(RssAfterPeak, FastPathFreesIntoIdleCachesGoBackWhileTheThreadSleeps) {
+  constexpr int kWorkers = 64;
+  ASSERT_TRUE(burst_freed_in_random_order(size_t{32} << 20, poolalloc_test::test_seed(10)));
+  std::mutex mutex;
+  std::condition_variable changed;
+  int holding = 0, idle = 0;
+  size_t held = 0;  // bytes the workers hold (usable sizes)
+  bool free_now = false, finish = false;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&] {
+      // About 16 KiB of each class from 256 B to 32 KiB, touched; the bins grow with the
+      // refills to hold them all again.
+      std::vector<void*> blocks;
+      blocks.reserve(1024);
+      for (int round = 0; round < 2; ++round) {
+        for (size_t size = 256; size <= 32768; size += size / 8) {
+          for (size_t n = 0; n < std::max<size_t>(1, 16384 / size); ++n) {
+            void* block = malloc(opaque(size));
+            if (block != nullptr) std::memset(block, 1, size);
+            blocks.push_back(block);
+          }
+        }
+        if (round == 0) {
+          for (void* block : blocks) free(block);
+          blocks.clear();
+        }
+      }
+      size_t bytes = 0;
+      for (void* block : blocks) bytes += malloc_usable_size(block);
+      std::unique_lock<std::mutex> lock(mutex);
+      held += bytes;
+      ++holding;
+      changed.notify_all();
+      changed.wait(lock, [&] { return free_now; });
+      lock.unlock();
+      for (void* block : blocks) free(block);
+      lock.lock();
+      ++idle;
+      changed.notify_all();
+      changed.wait(lock, [&] { return finish; });
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return holding == kWorkers; });
+  }
+  std::this_thread::sleep_for(kTwoPeriods);  // nothing to give back: the thread sleeps
+  const size_t before = resident_bytes();
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    free_now = true;
+    changed.notify_all();
+    changed.wait(lock, [&] { return idle == kWorkers; });
+  }
+  std::this_thread::sleep_for(kTwoPeriods);
+  const size_t after = resident_bytes();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    finish = true;
+  }
+  changed.notify_all();
+  for (std::thread& worker : workers) worker.join();
+  std::printf(
+      "RSS %zu MiB while the workers held %zu MiB, %zu MiB two periods after they freed "
+      "them\n",
+      before / kMiB, held / kMiB, after / kMiB);
+  // The live set, the bound, and each worker's cache (68 KiB at most).
+  EXPECT_LT(after, before - held + kBound + kWorkers * 68 * 1024);
 }
 
 // The decay thread does not survive fork(): a child of a parent that has it starts its own on
