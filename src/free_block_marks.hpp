@@ -20,7 +20,7 @@
 // it takes the block off:
 // - a span's free list (central_lists.cpp): word 0 holds the 4-byte index of the next free block
 //   of the span and, in its other 4 bytes, a keyed tag of the block and that index
-//   (seal_span_link). A write into the link that does not know the key breaks the tag and is
+//   (seal_in_span). A write into the link that does not know the key breaks the tag and is
 //   reported; a link that leads to a block carved meanwhile (a loop), a cached, orphaned or live
 //   one finds no in-span mark there and is reported too.
 // - the rare orphan list, whose word 0 is
@@ -28,7 +28,7 @@
 //     word 0: next ^ mark
 //
 //   safe-linked as glibc does and keyed too: a forged or damaged link leads to a block without
-//   the orphan mark, which is reported (check_free_block) instead of followed.
+//   the orphan mark, which is reported (check_orphan) instead of followed.
 #pragma once
 
 #include <cstddef>
