@@ -61,31 +61,10 @@ void** stack_of(unsigned cls) {
   return &g_stack_slots[kStackOffsets[cls]];
 }
 
-// The block at `index` of the span's free list, once checked: its link may be followed.
-std::byte* sealed_block(const Span& span, std::uint32_t index, unsigned cls) {
-  std::byte* block = span.blocks.block_at(index);
-  if (index >= span.blocks.initialised_count() || !is_sealed_in_span(block)) [[unlikely]]
-    report_corrupted_free_list(block, cls);
-  return block;
-}
-
-// A block of a span that is not full, with its out-of-span mark. The span's free list links
-// blocks by their index in the span, which keeps a damaged link inside the span, and the link is
-// followed only from a block sealed in its span (free_block_marks.hpp): one that names no block
-// handed out, a block carved meanwhile (the list loops), or one cached, orphaned or live, or a
-// link written over, is reported rather than followed. A list that ends while the span still
-// counts free blocks (a link forged to skip some) is reported too.
-void* carve_block(Span& span, unsigned cls) {
-  const std::uint32_t head = span.blocks.free_list_head();
-  if (head == detail::LazyBlockList::kNoBlock) {
-    void* block = span.blocks.allocate();
-    if (block == nullptr) [[unlikely]]
-      report_corrupted_free_list(nullptr, cls);
-    set_mark(block);
-    return block;
-  }
-  void* block = sealed_block(span, head, cls);
-  (void)span.blocks.allocate();
+// A block of a span that is not full, with its out-of-span mark. Nothing is read from the
+// block: which blocks are free is the span's bitmap's business (span_blocks.hpp).
+void* carve_block(Span& span) {
+  void* block = block_at(span, span.blocks.take(bitmap_of(span)));
   set_mark(block);
   return block;
 }
@@ -109,36 +88,40 @@ struct alignas(64) ClassList {
     dlist_push(partial, *span);
     return span;
   }
-  // Carves up to `wanted` blocks into blocks[0, n) and returns n.
+  // Carves up to `wanted` blocks into blocks[0, n) and returns n, the lowest address last: a
+  // thread cache hands out from the end, so the program gets them in address order.
   std::uint32_t carve_blocks(unsigned cls, void** blocks, std::uint32_t wanted) {
     std::uint32_t count = 0;
     while (count < wanted) {
       Span* span = span_with_free_blocks(cls);
       if (span == nullptr) break;
-      while (count < wanted && !span->blocks.full()) blocks[count++] = carve_block(*span, cls);
+      while (count < wanted && !span->blocks.full()) blocks[wanted - ++count] = carve_block(*span);
       carved_end_of(*span).store(span->blocks.initialised_count() * class_size(cls),
                                  std::memory_order_relaxed);
       if (span->blocks.full()) dlist_unlink(partial, *span);
     }
+    std::copy(blocks + wanted - count, blocks + wanted, blocks);
     counters.blocks_out += count;
     counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
     count_blocks_out(count);
     return count;
   }
   // Puts the blocks back into their spans; returns the spans that became empty, linked
-  // through Span::next, for the caller to release once the lock is dropped. Each is sealed in
-  // its span (its link tagged, its mark the in-span one), so a block freed again while it
-  // waits there is still recognised.
-  Span* return_to_spans(void* const* blocks, std::uint32_t count) {
+  // through Span::next, for the caller to release once the lock is dropped. Each gets its
+  // in-span mark, so a block freed again while it waits there is still recognised; one whose bit
+  // says it is there already (freed twice, its mark written over in between) is reported.
+  Span* return_to_spans(unsigned cls, void* const* blocks, std::uint32_t count) {
     Span* to_release = nullptr;
     counters.blocks_out -= count;
     g_all_blocks_out.fetch_sub(count, std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks[i];
       Span& span = span_of(block);
-      if (span.blocks.full()) dlist_push(partial, span);
-      span.blocks.deallocate(block);
-      seal_in_span(block);
+      const bool was_full = span.blocks.full();
+      if (!span.blocks.give_back(block_index_of(span, block), bitmap_of(span))) [[unlikely]]
+        report_double_free("free", block, cls);
+      if (was_full) dlist_push(partial, span);
+      set_mark(block, Waits::kInSpan);
       span.unpurged = true;
       if (!span.blocks.empty()) continue;
       dlist_unlink(partial, span);
@@ -154,7 +137,7 @@ struct alignas(64) ClassList {
     for (void* block = orphans.exchange(nullptr, std::memory_order_acquire); block != nullptr;) {
       check_orphan(block, cls);
       void* next = next_orphan(block);
-      list_splice(to_release, return_to_spans(&block, 1));
+      list_splice(to_release, return_to_spans(cls, &block, 1));
       block = next;
     }
     return to_release;
@@ -178,13 +161,13 @@ struct alignas(64) ClassList {
     stacked += stacking;
     g_all_stacks_bytes.fetch_add(std::size_t{stacking} * class_size(cls),
                                  std::memory_order_relaxed);
-    return return_to_spans(blocks + stacking, count - stacking);
+    return return_to_spans(cls, blocks + stacking, count - stacking);
   }
   // Under the lock: every stacked block into its span.
   Span* unstack_all(unsigned cls) {
     const std::uint32_t count = std::exchange(stacked, 0);
     g_all_stacks_bytes.fetch_sub(std::size_t{count} * class_size(cls), std::memory_order_relaxed);
-    return return_to_spans(stack_of(cls), count);
+    return return_to_spans(cls, stack_of(cls), count);
   }
 };
 
@@ -258,7 +241,7 @@ void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t cou
       return;
     }
     to_release = list.drain_orphans(cls);
-    list_splice(to_release, list.return_to_spans(blocks, count));
+    list_splice(to_release, list.return_to_spans(cls, blocks, count));
   }
   release_all(to_release);
 }
@@ -267,23 +250,14 @@ void purge_free_blocks() {
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     if (class_size(cls) <= kPageSize) continue;  // no page lies wholly past the link
     ClassList& list = g_classes[cls];
-    TryLockGuard guard(list.lock);  // a block of a span's free list stays free meanwhile
+    TryLockGuard guard(list.lock);  // a block of a span's bitmap stays free meanwhile
     if (!guard.locked()) continue;  // held for fork(): nothing to purge now
     for (Span* span = list.partial; span != nullptr; span = span->next) {
       if (!span->unpurged) continue;  // its free blocks gave their pages away already
       span->unpurged = false;
-      // Checked as carve_block checks it, and no longer than the span counts: a damaged list
-      // is reported rather than followed to pages of live blocks, or around a loop.
-      const detail::LazyBlockList& blocks = span->blocks;
-      std::uint32_t listed =
-          blocks.free_count() - (blocks.block_count() - blocks.initialised_count());
-      for (std::uint32_t i = blocks.free_list_head(); i != detail::LazyBlockList::kNoBlock;) {
-        std::byte* block = sealed_block(*span, i, cls);
-        if (listed-- == 0) [[unlikely]]
-          report_corrupted_free_list(block, cls);
-        i = span_link_of(block);
-        release_block_pages(block, class_size(cls));
-      }
+      span->blocks.for_each_given_back(bitmap_of(*span), [&](std::uint32_t index) {
+        release_block_pages(block_at(*span, index), class_size(cls));
+      });
     }
   }
 }

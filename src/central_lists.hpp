@@ -3,8 +3,9 @@
 // - a bounded stack of free blocks (pointers, as in the thread caches) that threads gave back,
 //   handed to the next refill with one copy (this is what makes one thread's frees cheap for
 //   another thread's mallocs);
-// - behind it, the class's spans with free blocks, each carved by the paper's pool, which
-//   take back what overflows the stack and serve what it cannot.
+// - behind it, the class's spans with free blocks (span_blocks.hpp: a bump index and a bitmap
+//   of the blocks that came back, handed out lowest first), which take back what overflows the
+//   stack and serve what it cannot.
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // waits, with a random key chosen once per process:
 //
 //   out of its span (a thread cache, the central stack of its class):  block ^ key
-//   in its span's free list:                                             block ^ key ^ 2^32
+//   in its span (span_blocks.hpp):                                      block ^ key ^ 2^32
 //   in the orphan list (given back while fork() holds its class's lock): block ^ key ^ 2^33
 //
 // free() finds a mark in a block that is free already and reports a double free, wherever the
@@ -13,32 +13,23 @@
 // always exists. A mark depends on the block's address, so one copied elsewhere (stale bytes of a
 // span carved again for another class, moved by a program) never passes for another's.
 //
-// The thread caches and the central stacks keep free blocks as arrays of pointers, outside the
-// blocks, so nothing a program writes into a freed block can redirect a later malloc. Links
-// through free blocks remain in two places, both checked before they are followed, and each
-// leads only to a block that carries the mark of its own list, which the slow path switches as
-// it takes the block off:
-// - a span's free list (central_lists.cpp): word 0 holds the 4-byte index of the next free block
-//   of the span and, in its other 4 bytes, a keyed tag of the block and that index
-//   (seal_in_span). A write into the link that does not know the key breaks the tag and is
-//   reported; a link that leads to a block carved meanwhile (a loop), a cached, orphaned or live
-//   one finds no in-span mark there and is reported too.
-// - the rare orphan list, whose word 0 is
+// The thread caches and the central stacks keep free blocks as arrays of pointers, and the spans
+// as bitmaps, all outside the blocks, so nothing a program writes into a freed block can redirect
+// a later malloc. One list runs through free blocks: the rare orphan list, whose word 0 is
 //
 //     word 0: next ^ mark
 //
-//   safe-linked as glibc does and keyed too: a forged or damaged link leads to a block without
-//   the orphan mark, which is reported (check_orphan) instead of followed.
+// safe-linked as glibc does and keyed: a forged or damaged link leads to a block without the
+// orphan mark, which is reported (check_orphan) instead of followed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace poolalloc::internal {
 
-// The bytes at the start of a free block that hold its link and its mark: what must survive when
-// the rest of a free block's pages go back to the OS.
+// The bytes at the start of a free block that hold its mark (and an orphan's link): what must
+// survive when the rest of a free block's pages go back to the OS.
 inline constexpr std::size_t kFreeBlockHeader = 2 * sizeof(std::uintptr_t);
 
 // Its lower half is never 0 once chosen.
@@ -90,33 +81,6 @@ inline void set_mark(void* block, Waits where = Waits::kOutOfSpan) {
 // The block leaves the free lists for the program.
 inline void clear_mark(void* block) {
   words_of(block)[1] = 0;
-}
-
-// A span's free list. LazyBlockList writes the index of the next free block into the first
-// 4 bytes of a block it takes back; seal_in_span then tags that link in the next 4 bytes and
-// marks the block in-span. The tag mixes the whole in-span mark with the index, so a link and tag
-// copied from another block fail too. (A block's stale bytes from an earlier life of its span
-// are never read as a link: a link may name only a block carved in this life, and carving gives
-// every block its out-of-span mark.)
-inline std::uint32_t span_link_tag(const void* block, std::uint32_t next) {
-  return static_cast<std::uint32_t>(
-      ((mark_of(block, Waits::kInSpan) ^ next) * std::uintptr_t{0x9E3779B97F4A7C15u}) >> 32);
-}
-inline std::uint32_t span_link_of(const void* block) {
-  std::uint32_t next;
-  std::memcpy(&next, block, sizeof next);
-  return next;
-}
-inline void seal_in_span(void* block) {
-  const std::uint32_t tag = span_link_tag(block, span_link_of(block));
-  std::memcpy(static_cast<std::byte*>(block) + sizeof(std::uint32_t), &tag, sizeof tag);
-  set_mark(block, Waits::kInSpan);
-}
-// Whether the block is as seal_in_span left it: its link may be followed.
-inline bool is_sealed_in_span(void* block) {
-  std::uint32_t tag;
-  std::memcpy(&tag, static_cast<const std::byte*>(block) + sizeof(std::uint32_t), sizeof tag);
-  return carries_mark(block, Waits::kInSpan) && tag == span_link_tag(block, span_link_of(block));
 }
 
 // The orphan list: marks the block orphaned and links it to `next` (nullptr ends the list).

@@ -51,12 +51,9 @@ void report_double_free(const char* operation, const void* p, unsigned cls) {
 void report_corrupted_free_list(const void* p, unsigned cls) {
   detail::Message message;
   message << "poolalloc: the free list of size class " << cls << " (" << class_size(cls)
-          << "-byte blocks) is corrupted: ";
-  if (p == nullptr)
-    message << "it ends while its span still counts free blocks";
-  else
-    message << "it leads to " << p << ", which is not a free block of the class";
-  message << " (a freed block was written to: a use after free, or an overflow of the block "
+          << "-byte blocks) is corrupted: it leads to " << p
+          << ", which is not a free block of the class (a freed block was written to: a use after "
+             "free, or an overflow of the block "
              "before it)";
   detail::fatal(message);
 }

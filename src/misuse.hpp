@@ -15,9 +15,8 @@ namespace poolalloc::internal {
 // delete) again, or to realloc: "double free of the 64-byte block (size class 3)".
 [[noreturn]] void report_double_free(const char* operation, const void* p, unsigned cls);
 
-// A free list of class `cls` leads to `p`, which is not a free block of the class, or, with p
-// nullptr, ends before its span's free blocks: a freed block was written to (a use after free,
-// or an overflow of the block before it).
+// The orphan list of class `cls` leads to `p`, which is not a free block of the class: a freed
+// block was written to (a use after free, or an overflow of the block before it).
 [[noreturn]] void report_corrupted_free_list(const void* p, unsigned cls);
 
 // operator new could not allocate `size` bytes, and no C++ runtime in the process's global scope

@@ -34,8 +34,9 @@ constexpr int kPlaceTries = 8;
 
 // The region first maps, and then grows by, this many spans (2 MiB).
 constexpr std::size_t kFirstStepSpans = 16;
-// The span records are mapped this many bytes at a time.
-constexpr std::size_t kSpanRecordStep = std::size_t{64} << 10;
+// The span records, and their bitmaps, are mapped this many bytes at a time.
+constexpr std::size_t kMetadataStep = std::size_t{64} << 10;
+constexpr std::size_t kBitmapBytes = SpanBlocks::kBitmapWords * sizeof(std::uint64_t);
 
 // A range of address space mapped read-write from its start, [start, start + mapped), that may
 // grow up to `capacity` bytes, one mapping placed right after the other.
@@ -58,21 +59,24 @@ struct GrowingRange {
   }
 };
 
-// The two parts of the region, in this order in one window of address space: the span records,
-// and the blocks from g_region.base on.
+// The three parts of the region, in this order in one window of address space: the span
+// records, their bitmaps, and the blocks from g_region.base on.
 GrowingRange g_span_records;
+GrowingRange g_bitmaps;
 GrowingRange g_blocks;
 std::size_t g_capacity_spans = 0;
 
 struct Layout {
   std::size_t span_records;
-  std::size_t metadata;  // the records, rounded up to a span so that the blocks start on a span
+  std::size_t bitmaps;
+  std::size_t metadata;  // both, rounded up to a span so that the blocks start on a span
   std::size_t window;
 };
 Layout layout_of(std::size_t spans) {
   Layout layout{};
   layout.span_records = round_up(spans * sizeof(Span), kPageSize);
-  layout.metadata = round_up(layout.span_records, kSpanSize);
+  layout.bitmaps = round_up(spans * kBitmapBytes, kPageSize);
+  layout.metadata = round_up(layout.span_records + layout.bitmaps, kSpanSize);
   layout.window = layout.metadata + (spans << kSpanShift);
   return layout;
 }
@@ -82,10 +86,12 @@ Layout layout_of(std::size_t spans) {
 bool place_at(std::uintptr_t start, std::size_t spans) {
   const Layout layout = layout_of(spans);
   g_span_records = {start, 0, layout.span_records};
+  g_bitmaps = {start + layout.span_records, 0, layout.bitmaps};
   g_blocks = {start + layout.metadata, 0, spans << kSpanShift};
   g_capacity_spans = spans;
   if (grow_region(std::min(spans, kFirstStepSpans))) return true;
   g_span_records.unmap_all();
+  g_bitmaps.unmap_all();
   g_blocks.unmap_all();
   return false;
 }
@@ -105,6 +111,7 @@ bool place_region(std::size_t max_bytes) {
   if (spans == 0) return false;
   const int saved_errno = errno;
   g_region.spans = nullptr;
+  g_region.bitmaps = nullptr;
   bool placed = false;
   const std::uint64_t seed = os_random_bits();
   for (int attempt = 0; attempt < kPlaceTries && !placed; ++attempt)
@@ -121,6 +128,7 @@ bool place_region(std::size_t max_bytes) {
           round_up(reinterpret_cast<std::uintptr_t>(mapping) + layout.metadata, kSpanSize) -
           layout.metadata;
       g_span_records = {start, layout.span_records, layout.span_records};
+      g_bitmaps = {start + layout.span_records, layout.bitmaps, layout.bitmaps};
       g_blocks = {start + layout.metadata, small << kSpanShift, small << kSpanShift};
       g_capacity_spans = small;
       placed = true;
@@ -128,6 +136,7 @@ bool place_region(std::size_t max_bytes) {
   }
   if (placed) {
     g_region.spans = reinterpret_cast<Span*>(g_span_records.start);
+    g_region.bitmaps = reinterpret_cast<std::uint64_t*>(g_bitmaps.start);
     g_region.base = g_blocks.start;
     g_region.size.store(g_blocks.mapped, std::memory_order_relaxed);
   }
@@ -146,7 +155,8 @@ std::size_t region_mapped_spans() {
 bool grow_region(std::size_t spans) {
   const int saved_errno = errno;
   // The metadata first: a span is published only with its record mapped.
-  const bool grown = g_span_records.grow_to(spans * sizeof(Span), kSpanRecordStep) &&
+  const bool grown = g_span_records.grow_to(spans * sizeof(Span), kMetadataStep) &&
+                     g_bitmaps.grow_to(spans * kBitmapBytes, kMetadataStep) &&
                      g_blocks.grow_to(spans << kSpanShift, kSpanSize);
   // Before place_region() has set the base, the size stays 0: it publishes the first step.
   if (grown && g_region.base != 0) g_region.size.store(g_blocks.mapped, std::memory_order_relaxed);

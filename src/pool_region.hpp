@@ -16,21 +16,25 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "poolalloc/detail/lazy_block_list.hpp"
 #include "size_classes.hpp"
+#include "span_blocks.hpp"
 
 namespace poolalloc::internal {
 
 inline constexpr unsigned kSpanShift = 17;
 inline constexpr std::size_t kSpanSize = std::size_t{1} << kSpanShift;  // 128 KiB
 
-// Metadata of one span. `blocks` is the paper's pool carving the span's blocks lazily.
-struct Span {
-  detail::LazyBlockList blocks;
+// Metadata of one span, one cache line (64 bytes, so that a span's index finds its record with a
+// shift). `blocks` carves the span's blocks; its bitmap of free ones is the span's in
+// PoolRegion::bitmaps.
+struct alignas(64) Span {
+  SpanBlocks blocks;
   Span* next = nullptr;  // in its class's list of spans with free blocks, or the unused list
   Span* prev = nullptr;
-  // Blocks came back to its free list since purge_free_blocks last gave their pages away.
+  // Blocks came back to its bitmap since purge_free_blocks last gave their pages away.
   bool unpurged = false;
+  // Its pages went back to the OS (span carving), and it serves no class.
+  bool handed_back = false;
   // The size class the span serves plus one; 0 while it serves none (the freshly mapped,
   // zero-filled records need no initialisation). Written by span carving; read without a lock
   // by free, under the same argument as carved_end below.
@@ -56,9 +60,12 @@ struct PoolRegion {
   // holds no pointer into the new part, so for every pointer it has the answer is the same.
   // On x86-64 and AArch64 the relaxed load is the plain load it was before.
   std::atomic<std::size_t> size{0};
-  // Per span, its record: a flat array over the region's whole capacity, mapped as far as it is.
+  // Per span, its record and its bitmap of free blocks (SpanBlocks): flat arrays over the
+  // region's whole capacity, mapped as far as the region is.
   Span* spans = nullptr;
+  std::uint64_t* bitmaps = nullptr;
 };
+static_assert(sizeof(Span) == 64, "free reads one cache line of a span's record");
 
 inline constinit PoolRegion g_region;
 
@@ -90,6 +97,12 @@ inline std::size_t span_index_of(const Span& span) {
 inline std::byte* span_start(const Span& span) {
   return reinterpret_cast<std::byte*>(g_region.base + (span_index_of(span) << kSpanShift));
 }
+inline std::uint64_t* bitmap_of(const Span& span) {
+  return g_region.bitmaps + span_index_of(span) * SpanBlocks::kBitmapWords;
+}
+inline std::byte* block_at(const Span& span, std::uint32_t index) {
+  return span_start(span) + std::size_t{index} * span.blocks.block_size();
+}
 
 // The class that the span holding p (a pointer that region_owns() accepted) serves, or
 // kClassCount when it serves none; and p's offset in that span.
@@ -102,6 +115,11 @@ inline std::uint32_t offset_in_span(const void* p) {
 }
 
 // Span carving gives a span its class as it carves it, and kClassCount (none) once it is empty.
+// The index in its span of p, a block of a span that serves a class.
+inline std::uint32_t block_index_of(const Span& span, const void* p) {
+  return span.blocks.index_of(offset_in_span(p));
+}
+
 inline void set_span_class(Span& span, unsigned cls) {
   span.class_plus_one = cls == kClassCount ? std::uint8_t{0} : static_cast<std::uint8_t>(cls + 1);
 }
@@ -110,8 +128,9 @@ inline void set_span_class(Span& span, unsigned cls) {
 // in a span that serves a class; kClassCount otherwise.
 inline unsigned class_of_block(const void* p) {
   const Span& span = span_of(p);
-  if (span.class_plus_one == 0 || !span.blocks.contains(p) || !span.blocks.on_block_boundary(p))
-      [[unlikely]]
+  const std::uint32_t offset = offset_in_span(p);
+  if (span.class_plus_one == 0 || !span.blocks.contains(offset) ||
+      !span.blocks.is_block_offset(offset)) [[unlikely]]
     return kClassCount;
   return span.class_plus_one - 1u;
 }

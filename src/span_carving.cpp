@@ -113,6 +113,7 @@ Span* carve_span(unsigned cls) {
       span = list_pop(to_hand_back);  // released, not yet handed back: carve it again as it is
     } else if (g_unused != nullptr) {
       span = list_pop(g_unused);
+      span->handed_back = false;
       g_retained_budget = std::min(g_retained_budget + 1, kMaxRetainedSpans);
     } else if (g_fresh_span < region_mapped_spans() || grow_for_fresh_span()) {
       span = &span_at(g_fresh_span++);
@@ -121,7 +122,7 @@ Span* carve_span(unsigned cls) {
   hand_back_all_to_os(to_hand_back);
   if (span == nullptr) return nullptr;
   const std::uint32_t block_size = class_size(cls);
-  span->blocks = detail::LazyBlockList(span_start(*span), block_size, kSpanSize / block_size);
+  span->blocks = SpanBlocks(block_size, kSpanSize);
   span->next = span->prev = nullptr;
   span->unpurged = false;
   carved_end_of(*span).store(0, std::memory_order_relaxed);
@@ -132,6 +133,20 @@ Span* carve_span(unsigned cls) {
 
 namespace {
 
+// The spans whose bitmaps share one page (pool_region.hpp).
+constexpr std::size_t kSpansPerBitmapPage =
+    kPageSize / (SpanBlocks::kBitmapWords * sizeof(std::uint64_t));
+
+// Under the carving lock: the page of the span's bitmap, once none of the spans that share it
+// serves a class or waits retained (their bitmaps are all zero then, so the page may go back to
+// the OS: it comes back zero-filled); nullptr while one does.
+void* bitmap_page_if_unused(const Span& span) {
+  const std::size_t first = span_index_of(span) / kSpansPerBitmapPage * kSpansPerBitmapPage;
+  for (std::size_t i = first; i < first + kSpansPerBitmapPage && i < g_fresh_span; ++i)
+    if (!span_at(i).handed_back) return nullptr;
+  return bitmap_of(span_at(first));
+}
+
 // Outside the lock (madvise is a system call); the spans then join the unused ones, or wait
 // for the lock's next holder while it is held for fork() (they are filed again then: a
 // second madvise costs nothing).
@@ -139,17 +154,22 @@ void hand_back_all_to_os(Span* spans) {
   while (Span* span = list_pop(spans)) {
     os_decommit(span_start(*span), kSpanSize);
     TryLockGuard guard(g_carving_lock);
-    if (guard.locked()) {
-      list_push(g_unused, *span);
-    } else {
+    if (!guard.locked()) {
       release_while_forking(*span);
+      continue;
     }
+    span->handed_back = true;
+    list_push(g_unused, *span);
+    // Under the lock, so that no span that shares the page is carved again meanwhile: once in
+    // four spans at most, a madvise of one page.
+    if (void* bitmap_page = bitmap_page_if_unused(*span)) os_decommit(bitmap_page, kPageSize);
   }
 }
 
 }  // namespace
 
 void release_span(Span& span) {
+  span.blocks.clear_bitmap(bitmap_of(span));
   set_span_class(span, kClassCount);
   carved_end_of(span).store(0, std::memory_order_relaxed);
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);

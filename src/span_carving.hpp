@@ -19,8 +19,8 @@ void release_span(Span& span);
 // malloc_trim: gives the retained spans' pages back to the OS; returns how many bytes.
 std::size_t release_retained_spans();
 
-// Gives back to the OS the pages of a free block of `size` bytes that lie wholly past its first
-// four bytes (the span's free-list link, which must survive).
+// Gives back to the OS the pages of a free block of `size` bytes that lie wholly past its header
+// (kFreeBlockHeader: its free mark, which must survive).
 void release_block_pages(std::byte* block, std::size_t size);
 
 // Decay (decay.hpp): the retained spans that no carve took since the last call (the low-water

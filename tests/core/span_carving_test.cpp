@@ -73,7 +73,7 @@ TEST_F(SpanCarving, ACarvedSpanServesItsClassFromItsFirstByte) {
   hold(span);
   EXPECT_EQ(carved_bytes(), carved + kSpanSize);
   EXPECT_EQ(span_class_of(span_start(*span)), cls);
-  EXPECT_EQ(span->blocks.base(), span_start(*span));
+  EXPECT_EQ(block_at(*span, 0), span_start(*span));
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(span_start(*span)) % kSpanSize, 0u);
   EXPECT_EQ(span->blocks.block_size(), 48u);
   EXPECT_EQ(span->blocks.block_count(), kSpanSize / 48);
@@ -87,10 +87,9 @@ TEST_F(SpanCarving, ASpansBlocksAreHandedOutInAddressOrderUntilItIsFull) {
   Span* span = carve_span(class_of(48));
   ASSERT_NE(span, nullptr);
   hold(span);
-  for (std::size_t i = 0; i < kSpanSize / 48; ++i)
-    ASSERT_EQ(span->blocks.allocate(), span_start(*span) + i * 48) << i;
+  for (std::uint32_t i = 0; i < kSpanSize / 48; ++i)
+    ASSERT_EQ(span->blocks.take(bitmap_of(*span)), i);
   EXPECT_TRUE(span->blocks.full());
-  EXPECT_EQ(span->blocks.allocate(), nullptr);
 }
 
 TEST_F(SpanCarving, EmptySpansAreRetainedUpToTheBudgetAndTheOthersHandedBackToTheOs) {
@@ -103,6 +102,32 @@ TEST_F(SpanCarving, EmptySpansAreRetainedUpToTheBudgetAndTheOthersHandedBackToTh
   // The first ones released filled the budget; the last three went back to the OS.
   for (std::size_t i = 0; i < spans.size(); ++i)
     EXPECT_EQ(resident(*spans[i]), i < kMinBudgetSpans) << i;
+}
+
+// A span's bitmap (its blocks that came back) lies with the metadata, four spans' to a page. The
+// page goes back to the OS with the last of the four spans that does; until then it stays.
+TEST_F(SpanCarving, ABitmapPageGoesBackToTheOsWithTheLastOfItsSpans) {
+  const std::vector<Span*> spans = take(kMinBudgetSpans + 64);
+  std::vector<bool> handed_back(region_mapped_spans(), false);
+  for (Span* span : spans) {
+    (void)span->blocks.take(bitmap_of(*span));
+    ASSERT_TRUE(span->blocks.give_back(0, bitmap_of(*span)));  // the bitmap's page is touched
+  }
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    release_span(*spans[i]);
+    handed_back[span_index_of(*spans[i])] = i >= kMinBudgetSpans;
+  }
+  const auto page_of = [](std::size_t index) { return bitmap_of(span_at(index / 4 * 4)); };
+  std::size_t pages_gone = 0;
+  for (Span* span : spans) {
+    const std::size_t first = span_index_of(*span) / 4 * 4;
+    const bool all_gone = handed_back[first] && handed_back[first + 1] && handed_back[first + 2] &&
+                          handed_back[first + 3];
+    const bool page_resident = os_resident_bytes(page_of(first), kPageSize) != 0;
+    EXPECT_EQ(page_resident, !all_gone) << "span " << span_index_of(*span);
+    pages_gone += all_gone;
+  }
+  EXPECT_GT(pages_gone, 0u) << "no four spans sharing a page went back: the test proves nothing";
 }
 
 TEST_F(SpanCarving, ARetainedSpanIsCarvedAgainForAnyClassWithItsPages) {

@@ -1,6 +1,6 @@
 // The pool of Kenwright's "Fast Efficient Fixed-Size Memory Pool" over one contiguous run of
-// equally sized blocks. It is the one piece of pool code in poolalloc: the toolkit's FixedPool
-// chains these, and the drop-in malloc carves every span with one.
+// equally sized blocks: the toolkit's FixedPool chains these. (The drop-in malloc carves its
+// spans with the same bump index, but keeps their returned blocks in a bitmap apart from them.)
 //
 // - Lazy initialisation: never-used blocks are handed out by a bump index, so creating the list
 //   touches no block and costs the same for 1 K blocks as for 10 M.
