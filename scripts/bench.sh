@@ -8,15 +8,16 @@
 #                    [--threads LIST] [--results DIR] [--no-install]
 #                    [--no-build --poolalloc LIB --bin-dir DIR] [--mimalloc-bench DIR]
 #
-#   (default)  full sizes, 5 rounds; results in bench/results/ (results.md, bench.png, raw.csv)
+#   (default)  full sizes, 5 rounds; results in bench/results/ (results.md, bench.png,
+#              latency.png, raw.csv)
 #   --quick    smaller sizes, 3 rounds, under 2 minutes; results in build-suite/results-quick/
 #   --smoke    every workload once, tiny, to check that the suite works (CI, ctest label bench);
 #              never judges speed; skips baselines that are not installed and installs nothing;
 #              results in build-suite/results-smoke/
 #   --allocators "glibc jemalloc mimalloc tcmalloc poolalloc"   (space- or comma-separated; a
 #                NAME=LIB entry preloads LIB under NAME, e.g. an older build of poolalloc)
-#   --workloads  "churn sweep mixed prodcons larson game python sqlite gxx" (or row names such
-#                as sweep-64, larson-t2)
+#   --workloads  "churn sweep mixed prodcons larson game latency python sqlite gxx" (or row
+#                names such as sweep-64, larson-t2, mixed-50k)
 #   --threads    "1 2 4": thread counts of the scaling workloads, mixed and larson
 #   --no-build   use --poolalloc LIB and the workloads in --bin-dir DIR instead of building
 #   --mimalloc-bench DIR   a checkout of daanx/mimalloc-bench whose programs are built in
@@ -27,14 +28,16 @@
 # starting with a different allocator each round (A B C D E, B C D E A, ...). Each run is timed
 # by bench-runner (clock_gettime around fork/exec/wait; peak RSS from getrusage of the children)
 # and its output (a checksum; for mimalloc-bench, the lines that are deterministic) must match
-# across allocators. Reported: medians over the rounds.
+# across allocators. Reported: medians over the rounds. The latency row also times each of its
+# allocator calls: its figures (the time per call and per frame, medians over the rounds) make a
+# table of their own, and the distribution of the time per call a chart, latency.png.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 mode=full
 rounds=""
 allocators="glibc jemalloc mimalloc tcmalloc poolalloc"
-workloads="churn sweep mixed prodcons larson game python sqlite gxx"
+workloads="churn sweep mixed prodcons larson game latency python sqlite gxx"
 workloads_given=""
 threads="1 2 4"
 results=""
@@ -129,22 +132,28 @@ row_names=()
 row_commands=()
 row_checks=()
 row_times=()
+row_stats=()
+stats="$work/stats.txt"  # where a row with --stats writes its statistics
 unchecked='.^'  # matches no line: for output that is not deterministic (timings, rates)
-# add_row GROUP NAME [--check REGEX] [--time AWK] ARG...
+# add_row GROUP NAME [--check REGEX] [--time AWK] [--stats] ARG...
 #   --check  compare only the output lines that match REGEX (default: every non-empty line)
 #   --time   the row's time in seconds is what the awk program AWK prints from the output, for
 #            programs that run for a fixed time and report a rate (default: the wall time)
+#   --stats  the command, given --stats=FILE, writes its statistics there ("NAME VALUE..."
+#            lines); a run that writes none fails
 add_row() {
-  local group=$1 name=$2 check=. time="" selected=0 w
+  local group=$1 name=$2 check=. time="" with_stats=0 selected=0 w
   shift 2
   [[ $1 == --check ]] && { check=$2; shift 2; }
   [[ $1 == --time ]] && { time=$2; shift 2; }
+  [[ $1 == --stats ]] && { with_stats=1; shift; set -- "$@" "--stats=$stats"; }
   for w in $workloads; do [[ $w == "$group" || $w == "$name" ]] && selected=1; done
   ((selected)) || return 0
   local IFS=$US
   row_names+=("$name")
   row_checks+=("$check")
   row_times+=("$time")
+  row_stats+=("$with_stats")
   row_commands+=("$*")
 }
 case $mode in
@@ -161,11 +170,13 @@ done
 for t in $threads; do
   add_row mixed "mixed-t$t" -- "$bin_dir/mixed" --scale="$scale" --threads="$t"
 done
+add_row mixed mixed-50k -- "$bin_dir/mixed" --scale="$scale" --window=50000
 add_row prodcons prodcons -- "$bin_dir/prodcons" --scale="$scale"
 for t in $threads; do
   add_row larson "larson-t$t" -- "$bin_dir/larson" --scale="$scale" --threads="$t"
 done
 add_row game game -- "$bin_dir/game" --scale="$scale"
+add_row latency latency --stats -- "$bin_dir/latency" --scale="$scale"
 add_row python python --env PYTHONMALLOC=malloc -- /usr/bin/python3 \
   "$root/bench/programs/objects.py" "$py_n"
 add_row sqlite sqlite -- /usr/bin/sqlite3 :memory: ".read $work/sqlite.sql"
@@ -228,12 +239,21 @@ for ((round = 1; round <= rounds; ++round)); do
     for ((k = 0; k < n; ++k)); do
       a=$(((k + round - 1 + r) % n))  # rotate the starting allocator per round (and per row)
       out="$work/out.txt"
+      rm -f "$stats"
       read -r ms kb code < <(cd "$work" && "$runner" --preload "${libs[a]}" --out "$out" \
         "${command[@]}")
       output=$(grep -E -- "${row_checks[r]}" "$out" | sort || true)
       if ((code == 0)) && [[ -n ${row_times[r]} ]]; then
         ms=$(awk "${row_times[r]}" "$out" | awk 'NR == 1 { printf "%.3f", $1 * 1000 }')
         [[ -n $ms ]] || { echo "bench.sh: $row under ${names[a]}: no time in its output" >&2; code=98; }
+      fi
+      if ((code == 0 && row_stats[r])); then
+        if [[ -s $stats ]]; then
+          sed "s/^/$row ${names[a]} $round /" "$stats" >>"$work/latency.txt"
+        else
+          echo "bench.sh: $row under ${names[a]}: no statistics in $stats" >&2
+          code=97
+        fi
       fi
       if ((code == 0)); then
         if [[ -z ${reference[$row]+set} ]]; then
@@ -258,8 +278,9 @@ done
 
 # --- the report ----------------------------------------------------------------------------
 allocator_list=$(IFS=,; echo "${names[*]}")
+touch "$work/latency.txt"
 "$bin_dir/bench-report" "$raw" "$allocator_list" "$work/tables.md" "$work/time.dat" \
-  "$work/rss.dat"
+  "$work/rss.dat" "$work/latency.txt" "$work/ccdf.dat"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 cores=$(nproc)
 versions=""
@@ -287,6 +308,13 @@ dirty=$(git -C "$root" status --porcelain -- src include 2>/dev/null | head -1 |
     echo "  and glibc-thread run for a fixed time: their time is derived from their rate, as"
     echo "  mimalloc-bench reports it."
   fi
+  if [[ -s $work/latency.txt ]]; then
+    echo "- Latency: every malloc, realloc and free of the latency workload timed with the"
+    echo "  time-stamp counter (histogram buckets 1.6 % wide, the counter's own cost subtracted);"
+    echo "  a frame's figure is the sum of its calls' times on the game thread. Each figure is the"
+    echo "  median over the rounds; latency.png: the fraction of calls that took at least t, all"
+    echo "  rounds pooled. Worst cases on a shared machine include preemption."
+  fi
   echo "- Workloads: see bench/README.md. Raw runs: raw.csv."
   echo
   cat "$work/tables.md"
@@ -295,6 +323,11 @@ if command -v gnuplot >/dev/null; then
   gnuplot -e "timedat='$work/time.dat'; rssdat='$work/rss.dat'; out='$results/bench.png'; \
     ncols=$((n + 1)); subtitle='$mode, $cpu, $cores cores, $(date -u +%Y-%m-%d)'" \
     "$root/scripts/bench-chart.gnuplot"
+  if [[ -s $work/ccdf.dat ]]; then
+    gnuplot -e "ccdf='$work/ccdf.dat'; out='$results/latency.png'; \
+      subtitle='$mode, $cpu, $cores cores, $(date -u +%Y-%m-%d)'" \
+      "$root/scripts/latency-chart.gnuplot"
+  fi
 else
   echo "bench.sh: gnuplot not installed, no chart" >&2
 fi

@@ -1,11 +1,16 @@
 // bench-report: turns the per-run CSV of scripts/bench.sh into the markdown tables and the
 // gnuplot data of the comparison.
-//   bench-report RAW.csv ALLOCATORS MARKDOWN_OUT TIME_DAT_OUT RSS_DAT_OUT
+//   bench-report RAW.csv ALLOCATORS MARKDOWN_OUT TIME_DAT_OUT RSS_DAT_OUT [STATS CCDF_DAT_OUT]
 // RAW.csv: round,workload,allocator,wall_ms,maxrss_kb,exit (with that header line).
 // ALLOCATORS: comma-separated, in column order. Medians over the runs that exited with 0;
 // ratios are allocator / poolalloc (above 1: poolalloc is faster or smaller). The .dat files
 // hold, per workload, each allocator's median relative to glibc (the first allocator when
 // glibc was not run), for the chart.
+// STATS: the statistics that the latency workload wrote, a line "WORKLOAD ALLOCATOR ROUND NAME
+// VALUE" per figure and "WORKLOAD ALLOCATOR ROUND hist NS COUNT" per histogram bucket. They
+// add a table per workload, each figure the median over the rounds, to MARKDOWN_OUT, and the
+// complementary CDF of the time per call (the fraction of calls that took at least NS, all
+// rounds pooled) to CCDF_DAT_OUT: a block per workload and allocator, headed by its title.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -45,11 +50,83 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+// The latency table and the data of its chart.
+void latency_report(const char* stats_path, const std::vector<std::string>& allocators,
+                    std::ostream& md, const char* ccdf_path) {
+  struct Figure {
+    const char* name;
+    const char* label;
+    int decimals;
+  };
+  static const Figure figures[] = {
+      {"call_p50_ns", "per call, median (ns)", 1},
+      {"call_p99_ns", "per call, 99th percentile (ns)", 1},
+      {"call_p99.9_ns", "per call, 99.9th percentile (ns)", 1},
+      {"call_p99.99_ns", "per call, 99.99th percentile (ns)", 1},
+      {"call_max_ns", "per call, worst (ns)", 0},
+      {"calls_over_10us", "calls over 10 µs", 0},
+      {"calls_over_100us", "calls over 100 µs", 0},
+      {"frame_p50_us", "per frame, median (µs)", 1},
+      {"frame_p99_us", "per frame, 99th percentile (µs)", 1},
+      {"frame_max_us", "worst frame (µs)", 1},
+      {"level_p50_ms", "level change frame, median (ms)", 2},
+      {"level_max_ms", "level change frame, worst (ms)", 2},
+  };
+  std::vector<std::string> workloads;
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<double>>> values;
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> buckets;
+  std::ifstream in(stats_path);
+  std::string workload, allocator, round, name;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    double value = 0, count = 0;
+    if (!(fields >> workload >> allocator >> round >> name >> value)) continue;
+    if (std::find(workloads.begin(), workloads.end(), workload) == workloads.end())
+      workloads.push_back(workload);
+    if (name == "hist" && fields >> count)
+      buckets[{workload, allocator}].emplace_back(value, count);
+    else
+      values[{workload, allocator}][name].push_back(value);
+  }
+
+  std::ofstream ccdf(ccdf_path);
+  for (auto& w : workloads) {
+    md << "### Allocator time per call and per frame (" << w << ")\n\n| figure |";
+    for (auto& a : allocators) md << ' ' << a << " |";
+    md << "\n|---|";
+    for (std::size_t a = 0; a < allocators.size(); ++a) md << "---:|";
+    md << '\n';
+    for (auto& f : figures) {
+      md << "| " << f.label << " |";
+      for (auto& a : allocators)
+        md << ' ' << fixed(median(values[{w, a}][f.name]), f.decimals) << " |";
+      md << '\n';
+    }
+    md << '\n';
+    for (auto& a : allocators) {
+      auto& b = buckets[{w, a}];
+      if (b.empty()) continue;
+      std::sort(b.begin(), b.end());
+      double total = 0;
+      for (auto& [ns, count] : b) total += count;
+      ccdf << '"' << (workloads.size() > 1 ? w + " " : "") << a << "\"\n";
+      double before = 0;
+      for (auto& [ns, count] : b) {
+        ccdf << ns << ' ' << (total - before) / total << '\n';
+        before += count;
+      }
+      ccdf << "\n\n";
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s RAW.csv ALLOCATORS MARKDOWN_OUT TIME_DAT RSS_DAT\n", argv[0]);
+  if (argc != 6 && argc != 8) {
+    std::fprintf(stderr,
+                 "usage: %s RAW.csv ALLOCATORS MARKDOWN_OUT TIME_DAT RSS_DAT [STATS CCDF_DAT]\n",
+                 argv[0]);
     return 2;
   }
   std::vector<std::string> allocators = split(argv[2], ',');
@@ -149,5 +226,6 @@ int main(int argc, char** argv) {
            << "** |";
     md << "\n\n";
   }
+  if (argc == 8) latency_report(argv[6], allocators, md, argv[7]);
   return 0;
 }
