@@ -71,6 +71,8 @@ void latency_report(const char* stats_path, const std::vector<std::string>& allo
       {"frame_max_us", "worst frame (µs)", 1},
       {"level_p50_ms", "level change frame, median (ms)", 2},
       {"level_max_ms", "level change frame, worst (ms)", 2},
+      {"timer_overhead_ns", "timer overhead, subtracted (ns)", 1},
+      {"timer_resolution_ns", "timer resolution (ns)", 1},
   };
   std::vector<std::string> workloads;
   std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<double>>> values;

@@ -12,7 +12,8 @@
 // counter into a log-linear histogram (1.6 % resolution) allocated before the timed part, so
 // that recording allocates nothing and takes no lock (the worker has its own histogram). The
 // ticks are converted to ns by the counter's rate against CLOCK_MONOTONIC over the run; the
-// cost of reading the counter twice (the smallest of many empty measurements) is subtracted.
+// cost of reading the counter twice (the smallest of many empty measurements) is subtracted, so
+// that a call faster than the counter's resolution counts as 0.
 //
 // stdout: the checksum of the data written (the same under every allocator). --stats=PATH
 // writes the figures, one "name value" line each, then the histogram as "hist NS COUNT" lines
@@ -65,7 +66,7 @@ class Histogram {
     max_ = std::max(max_, v);
   }
   void add(const Histogram& other) {
-    for (int i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
+    for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
     max_ = std::max(max_, other.max_);
   }
   std::uint64_t count(int bucket) const { return counts_[static_cast<std::size_t>(bucket)]; }
@@ -209,14 +210,17 @@ double frame_quantile(std::vector<Ticks>& v, double q) {
   return static_cast<double>(v[std::clamp<std::size_t>(rank, 1, v.size()) - 1]);
 }
 
-// The smallest time of an empty measurement: what reading the counter costs.
-Ticks timer_overhead() {
-  Ticks best = ~Ticks{0};
+// The smallest time of an empty measurement (what reading the counter costs), and the smallest
+// step of the counter (AMD's processors advance it in steps of about 10 ns, Intel's by one).
+std::pair<Ticks, Ticks> timer_overhead_and_resolution() {
+  Ticks overhead = ~Ticks{0}, resolution = ~Ticks{0};
   for (int i = 0; i < 10000; ++i) {
     Ticks start = start_ticks();
-    best = std::min(best, end_ticks() - start);
+    overhead = std::min(overhead, end_ticks() - start);
+    Ticks a = __rdtsc(), b = __rdtsc();
+    if (b > a) resolution = std::min(resolution, b - a);
   }
-  return best;
+  return {overhead, resolution};
 }
 
 }  // namespace
@@ -233,7 +237,7 @@ int main(int argc, char** argv) {
   constexpr int kLifetime = 300, kArrays = 8, kJobs = 64;
 
   // Everything the timed part records into or walks, allocated and touched before it.
-  const Ticks overhead = timer_overhead();
+  const auto [overhead, resolution] = timer_overhead_and_resolution();
   Timer main_timer(overhead), worker_timer(overhead);
   std::vector<Ticks> frame_ticks, level_ticks;
   frame_ticks.reserve(static_cast<std::size_t>(frames));
@@ -352,6 +356,7 @@ int main(int argc, char** argv) {
       {"level_p50_ms", frame_quantile(level_ticks, 0.5) * ns_per_tick / 1e6},
       {"level_max_ms", frame_quantile(level_ticks, 1.0) * ns_per_tick / 1e6},
       {"timer_overhead_ns", static_cast<double>(overhead) * ns_per_tick},
+      {"timer_resolution_ns", static_cast<double>(resolution) * ns_per_tick},
   };
   for (auto& [name, value] : figures) std::fprintf(out, "%s %.3f\n", name, value);
   for (int i = 0; i < Histogram::kBuckets; ++i)
