@@ -4,6 +4,7 @@
 #include <atomic>
 #include <utility>
 
+#include "decay_thread.hpp"
 #include "free_block_marks.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"
@@ -34,6 +35,13 @@ Span* g_unused = nullptr;             // spans handed back to the OS, ready to b
 // whose pages went back to the OS is carved again (the program came back for memory it had
 // freed), up to 64 MiB; malloc_trim resets it. Past it, RSS follows the live set; within it,
 // the spans no carve took during a decay period go back to the OS (decay.hpp).
+//
+// While the decay thread runs, the budget does not bind the calls of the program: a free that
+// empties a span never hands pages back itself (a madvise of 128 KiB, and the page faults of
+// the malloc that carves the span again). Every empty span is retained, and the decay thread's
+// steps hand back those that no carve took for a step interval. So a level change
+// that frees 100 MiB and allocates as much again makes no system call and takes no page fault,
+// and what it does not take again goes back within two thirds of a period.
 constexpr std::size_t kMinRetainedSpans = (std::size_t{8} << 20) >> kSpanShift;
 constexpr std::size_t kMaxRetainedSpans = (std::size_t{64} << 20) >> kSpanShift;
 std::size_t g_retained_budget = kMinRetainedSpans;
@@ -66,10 +74,11 @@ bool grow_for_fresh_span() {
   return false;
 }
 
-// Under the carving lock: files one released span (retained within the budget, else its pages
-// go back to the OS, which the caller does once the lock is dropped).
+// Under the carving lock: files one released span (retained within the budget, or while the
+// decay thread runs; else its pages go back to the OS, which the caller does once the lock is
+// dropped).
 void file_released_span(Span& span, Span*& to_hand_back) {
-  if (g_retained_count < g_retained_budget) {
+  if (g_retained_count < g_retained_budget || decay_thread_runs()) {
     list_push(g_retained, span);
     ++g_retained_count;
     return;
