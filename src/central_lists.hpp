@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "os.hpp"
 #include "size_classes.hpp"
 
 namespace poolalloc::internal {
@@ -23,10 +24,21 @@ constexpr std::uint32_t batch_size(unsigned cls) {
 }
 
 // Fills blocks[0, n) with up to `wanted` free blocks of class `cls`, each with its free mark,
-// and returns n: the latest given back first, then blocks carved from spans. Fewer, maybe none,
-// when the region is exhausted; none, without waiting, while the class's lock is held for
-// fork().
-std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted);
+// and returns n: the latest given back first, then blocks carved from spans, of which at most
+// `never_used_most` never used. Fewer, maybe none, when the region is exhausted; none, without
+// waiting, while the class's lock is held for fork().
+std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
+                          std::uint32_t never_used_most = UINT32_MAX);
+
+// Never-used blocks that a thread cache's refill takes at most: a page's worth, at least one
+// block. Carving writes each block's free mark, which is the first touch of a never-used
+// block's page (in a span carved fresh, or whose pages went back to the OS): a refill of half a
+// bin of them faulted in up to 16 pages inside one malloc call (65 us on a VM, where a fault
+// costs about 4). So a malloc faults in at most two pages (a page's worth of blocks may straddle
+// two); the program's own first writes fault in the rest, as they would under glibc.
+constexpr std::uint32_t never_used_per_refill(unsigned cls) {
+  return class_size(cls) >= kPageSize ? 1 : static_cast<std::uint32_t>(kPageSize / class_size(cls));
+}
 
 // Takes back blocks[0, count), free blocks of class `cls` with their free marks: onto the
 // class's stack while it has room, the rest into their spans. A span that becomes empty goes
@@ -39,8 +51,10 @@ void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count);
 bool empty_central_stacks();
 
 // Puts the blocks back into their spans, past the stack (a thread cache emptied by decay: its
-// next refills should come from few spans, not from the blocks it gave back).
-void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t count);
+// next refills should come from few spans, not from the blocks it gave back). `purged`: their
+// pages went back to the OS since they were taken (purge_free_blocks).
+void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t count,
+                            bool purged = false);
 
 // malloc_trim and decay: the pages of the free blocks of partly used spans go back to the OS,
 // all but the page that holds each block's link (classes above a page). One block still

@@ -1,13 +1,12 @@
 // Marks of free blocks. A pooled block that is free carries in word 1 a mark that says where it
 // waits, with a random key chosen once per process:
 //
-//   out of its span (a thread cache, the central stack of its class):  block ^ key
-//   in its span (span_blocks.hpp):                                      block ^ key ^ 2^32
+//   in a thread cache, a central stack or its span (span_blocks.hpp):   block ^ key
 //   in the orphan list (given back while fork() holds its class's lock): block ^ key ^ 2^33
 //
 // free() finds a mark in a block that is free already and reports a double free, wherever the
 // block waits; every path that hands a block out clears word 1, so a live block holds a mark only
-// if the program wrote it there. The three marks differ only in their upper half, so the free
+// if the program wrote it there. The two marks differ only in their upper half, so the free
 // fast path compares the lower half alone, one compare as for one mark, and leaves the rare
 // match to the slow path's whole check (is_marked_free). Blocks are at least 16 bytes, so word 1
 // always exists. A mark depends on the block's address, so one copied elsewhere (stale bytes of a
@@ -45,18 +44,17 @@ inline std::uintptr_t* words_of(void* block) {
 
 // Where a free block waits (see above): what its mark adds to `block ^ key`.
 enum class Waits : std::uintptr_t {
-  kOutOfSpan = 0,
-  kInSpan = std::uintptr_t{1} << 32,
+  kFree = 0,
   kOrphaned = std::uintptr_t{1} << 33,
 };
 
-inline std::uintptr_t mark_of(const void* block, Waits where = Waits::kOutOfSpan) {
+inline std::uintptr_t mark_of(const void* block, Waits where = Waits::kFree) {
   return reinterpret_cast<std::uintptr_t>(block) ^ g_free_block_key ^
          static_cast<std::uintptr_t>(where);
 }
 
 // The free fast path's check: whether `word` may be one of the block's marks, given its
-// out-of-span mark. Rarely true of a live block (its lower half matching), which the slow path
+// free mark. Rarely true of a live block (its lower half matching), which the slow path
 // then tells apart with is_marked_free.
 inline bool may_be_a_mark(std::uintptr_t word, std::uintptr_t mark) {
   return static_cast<std::uint32_t>(word) == static_cast<std::uint32_t>(mark);
@@ -69,12 +67,11 @@ inline bool carries_mark(void* block, Waits where) {
 // Whether the block carries any of its marks: free already, wherever it waits.
 inline bool is_marked_free(void* block) {
   const std::uintptr_t where = words_of(block)[1] ^ mark_of(block);
-  return where == static_cast<std::uintptr_t>(Waits::kOutOfSpan) ||
-         where == static_cast<std::uintptr_t>(Waits::kInSpan) ||
+  return where == static_cast<std::uintptr_t>(Waits::kFree) ||
          where == static_cast<std::uintptr_t>(Waits::kOrphaned);
 }
 
-inline void set_mark(void* block, Waits where = Waits::kOutOfSpan) {
+inline void set_mark(void* block, Waits where = Waits::kFree) {
   words_of(block)[1] = mark_of(block, where);
 }
 

@@ -72,6 +72,9 @@ class SpanBlocks {
     }
   }
 
+  // Whether the next take() hands out a never-used block (whose page may never have been
+  // touched).
+  [[nodiscard]] bool next_is_never_used() const { return given_back_ == 0; }
   [[nodiscard]] bool full() const { return given_back_ == 0 && initialised_ == block_count_; }
   [[nodiscard]] bool empty() const { return given_back_ == initialised_; }
   [[nodiscard]] std::uint32_t used_count() const { return initialised_ - given_back_; }

@@ -299,8 +299,8 @@ void* refill_and_allocate(unsigned cls) {
     housekeeping(*cache, cls);
     CacheBin& bin = CacheBins::of(*cache, cls);
     if (bin.count() == 0) {  // not so when a reclaim that the fast path saw was undone
-      bin.set_count(
-          take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2)));
+      bin.set_count(take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2),
+                                never_used_per_refill(cls)));
       grow(cls, bin);
       if (bin.count() == 0) return nullptr;
     }

@@ -17,7 +17,7 @@
 //
 // stdout: the checksum of the data written (the same under every allocator). --stats=PATH
 // writes the figures, one "name value" line each, then the histogram as "hist NS COUNT" lines
-// (NS: the middle of the bucket).
+// (NS: the middle of the bucket). --slow=PATH lists every call over 10 us (write_slow_calls).
 #include <x86intrin.h>
 
 #include <algorithm>
@@ -112,34 +112,53 @@ class Histogram {
   Ticks max_ = 0;
 };
 
-// Times allocator calls: into a histogram per call, and into a running sum (the frame's).
+// A call that took longer than the slow-call threshold, for --slow=PATH: which call, of what
+// size, when (ticks since the start) and in which frame.
+struct SlowCall {
+  char op;  // 'm'alloc, 'r'ealloc, 'f'ree
+  std::uint32_t size;
+  std::uint32_t frame;
+  Ticks at, took;
+};
+
+// Times allocator calls: into a histogram per call, and into a running sum (the frame's). Calls
+// over `slow` ticks are also logged, into a log reserved before the timed part (the first
+// kSlowLog of them).
 class Timer {
  public:
-  explicit Timer(Ticks overhead) : overhead_(overhead) {}
+  static constexpr std::size_t kSlowLog = 100000;
+  Timer(Ticks overhead, Ticks slow) : overhead_(overhead), slow_(slow) {
+    slow_calls.reserve(kSlowLog);
+  }
   template <typename Call>
-  auto operator()(Call call) {
+  auto operator()(char op, std::size_t size, Call call) {
     Ticks start = start_ticks();
     auto result = call();
     Ticks end = end_ticks();
     Ticks t = end - start > overhead_ ? end - start - overhead_ : 0;
     histogram.record(t);
     sum += t;
+    if (t > slow_ && slow_calls.size() < kSlowLog) [[unlikely]]
+      slow_calls.push_back({op, static_cast<std::uint32_t>(size), frame, start, t});
     return result;
   }
   Histogram histogram;
   Ticks sum = 0;
+  std::uint32_t frame = 0;
+  std::vector<SlowCall> slow_calls;
 
  private:
   Ticks overhead_;
+  Ticks slow_;
 };
 
 void* timed_malloc(Timer& timer, std::size_t size) {
-  void* p = timer([&] { return std::malloc(size); });
+  void* p = timer('m', size, [&] { return std::malloc(size); });
   if (!p) std::abort();
   return p;
 }
-void timed_free(Timer& timer, void* p) {
-  timer([&] {
+void timed_free(Timer& timer, void* p, std::size_t size) {
+  timer('f', size, [&] {
     std::free(p);
     return 0;
   });
@@ -164,7 +183,7 @@ std::uint64_t free_objects(Timer& timer, Object* o) {
   while (o) {
     Object* next = o->next;
     checksum += o->tag + reinterpret_cast<unsigned char*>(o)[o->size - 1];
-    timed_free(timer, o);
+    timed_free(timer, o, o->size);
     o = next;
   }
   return checksum;
@@ -223,6 +242,34 @@ std::pair<Ticks, Ticks> timer_overhead_and_resolution() {
   return {overhead, resolution};
 }
 
+// The counter's rate, roughly (over 20 ms), before the run: for the slow-call threshold.
+double rough_ns_per_tick() {
+  const double start_ns = monotonic_ns();
+  const Ticks start = __rdtsc();
+  while (monotonic_ns() - start_ns < 20e6) {
+  }
+  return (monotonic_ns() - start_ns) / static_cast<double>(__rdtsc() - start);
+}
+
+// --slow=PATH: every call over 10 us, one line each: thread (main or worker), call, size in
+// bytes, frame, when (ms from the start) and how long (us).
+bool write_slow_calls(const char* path, const Timer& main_timer, const Timer& worker_timer,
+                      Ticks start, double ns_per_tick) {
+  FILE* out = std::fopen(path, "w");
+  if (!out) {
+    std::perror(path);
+    return false;
+  }
+  for (const Timer* timer : {&main_timer, &worker_timer}) {
+    for (const SlowCall& call : timer->slow_calls)
+      std::fprintf(out, "%s %c %u %u %.3f %.3f\n", timer == &main_timer ? "main" : "worker",
+                   call.op, call.size, call.frame,
+                   static_cast<double>(call.at - start) * ns_per_tick / 1e6,
+                   static_cast<double>(call.took) * ns_per_tick / 1e3);
+  }
+  return std::fclose(out) == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -232,13 +279,17 @@ int main(int argc, char** argv) {
   const long level_every = args.get("level", 20, 500, 1500);
   const long level_objects = args.get("level_objects", 2000, 100000, 100000);
   const char* stats_path = nullptr;
-  for (int i = 1; i < argc; ++i)
+  const char* slow_path = nullptr;
+  for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--stats=", 8) == 0) stats_path = argv[i] + 8;
+    if (std::strncmp(argv[i], "--slow=", 7) == 0) slow_path = argv[i] + 7;
+  }
   constexpr int kLifetime = 300, kArrays = 8, kJobs = 64;
 
   // Everything the timed part records into or walks, allocated and touched before it.
   const auto [overhead, resolution] = timer_overhead_and_resolution();
-  Timer main_timer(overhead), worker_timer(overhead);
+  const auto slow = static_cast<Ticks>(10e3 / rough_ns_per_tick());  // 10 us
+  Timer main_timer(overhead, slow), worker_timer(overhead, slow);
   std::vector<Ticks> frame_ticks, level_ticks;
   frame_ticks.reserve(static_cast<std::size_t>(frames));
   level_ticks.reserve(static_cast<std::size_t>(frames / level_every + 1));
@@ -252,7 +303,7 @@ int main(int argc, char** argv) {
       std::uint32_t size;
       std::memcpy(&size, bytes, sizeof size);
       worker_checksum += size + bytes[size - 1];
-      timed_free(worker_timer, job);
+      timed_free(worker_timer, job, size);
     }
   });
 
@@ -262,6 +313,7 @@ int main(int argc, char** argv) {
   const Ticks start = start_ticks();
   for (long frame = 0; frame < frames; ++frame) {
     main_timer.sum = 0;
+    main_timer.frame = static_cast<std::uint32_t>(frame);
     const bool level_change = frame % level_every == 0;
     if (level_change) {
       for (Object*& list : dies_in) {
@@ -298,7 +350,8 @@ int main(int argc, char** argv) {
     }
     for (std::size_t size = 128; size <= 2048; size *= 2) {
       for (auto*& a : arrays) {
-        a = static_cast<unsigned char*>(main_timer([&] { return std::realloc(a, size); }));
+        a = static_cast<unsigned char*>(
+            main_timer('r', size, [&] { return std::realloc(a, size); }));
         if (!a) std::abort();
         checksum += a[size / 2 - 1];  // the old contents came along
         std::memset(a + size / 2, static_cast<int>(size), size / 2);
@@ -306,7 +359,7 @@ int main(int argc, char** argv) {
     }
     for (auto* a : arrays) {
       checksum += a[0] + a[2047];
-      timed_free(main_timer, a);
+      timed_free(main_timer, a, 2048);
     }
 
     // Jobs for the worker, which frees them.
@@ -331,6 +384,8 @@ int main(int argc, char** argv) {
   checksum += free_objects(main_timer, level);
   wl::print_checksum("latency", checksum * 31 + worker_checksum);
 
+  if (slow_path && !write_slow_calls(slow_path, main_timer, worker_timer, start, ns_per_tick))
+    return 1;
   if (!stats_path) return 0;
   FILE* out = std::fopen(stats_path, "w");
   if (!out) {

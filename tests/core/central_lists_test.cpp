@@ -99,6 +99,19 @@ TEST_F(CentralLists, TheCarvedEndFollowsTheBumpIndexButNotTheFreeBlocks) {
   return_blocks_to_spans(cls_, blocks, 5);
 }
 
+// A take carves no more never-used blocks than it is allowed (a thread cache's refill: a page's
+// worth), and any number of blocks that came back.
+TEST_F(CentralLists, ATakeCarvesAtMostTheNeverUsedBlocksItIsAllowed) {
+  void* first[4];
+  ASSERT_EQ(take_blocks(cls_, first, 8, 2), 2u);
+  ASSERT_EQ(take_blocks(cls_, first + 2, 8, 2), 2u);
+  return_blocks_to_spans(cls_, first, 3);
+  void* again[8];
+  EXPECT_EQ(take_blocks(cls_, again, 8, 2), 5u) << "the three that came back, two never used";
+  return_blocks_to_spans(cls_, again, 5);
+  return_blocks_to_spans(cls_, first + 3, 1);
+}
+
 TEST_F(CentralLists, ASpanGoesBackToSpanCarvingWhenItsLastBlockReturns) {
   const std::size_t carved = carved_bytes();
   void* blocks[kPerSpan];

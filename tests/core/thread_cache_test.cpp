@@ -73,10 +73,15 @@ TEST(ThreadCache, AThreadHasACacheFromItsFirstAllocationToItsExit) {
   EXPECT_EQ(live_thread_caches(), live);
 }
 
+// Blocks given back to the central lists, which the refills take whole (never-used blocks come
+// a page's worth a refill: the test below).
 TEST(ThreadCache, AnEmptyBinRefillsWithHalfItsLimitAndDoublesItUpToItsCapacity) {
   ASSERT_EQ(bin_capacity(class_of(kSize)), kCapacity);
   on_a_new_thread([] {
     const unsigned cls = class_of(kSize);
+    void* stacked[32];
+    ASSERT_EQ(take_blocks(cls, stacked, 32), 32u);
+    give_blocks(cls, stacked, 32);
     std::vector<void*> held;
     std::uint32_t limit = kInitialLimit;
     for (const std::uint32_t next_limit : {4u, 8u, 16u, 32u, 32u}) {
@@ -93,6 +98,16 @@ TEST(ThreadCache, AnEmptyBinRefillsWithHalfItsLimitAndDoublesItUpToItsCapacity) 
     EXPECT_EQ(held.size(), 1u + 2 + 4 + 8 + 16);
     for (void* block : held) deallocate(block);
   });
+}
+
+// A refill carves a page's worth of never-used blocks at most (their marks are the first touch of
+// their pages; central_lists_test checks that a take keeps to it): 4 KiB blocks and larger come
+// one a refill, 64-byte ones 64.
+TEST(ThreadCache, ARefillCarvesAtMostAPageOfNeverUsedBlocks) {
+  EXPECT_EQ(never_used_per_refill(class_of(4096)), 1u);
+  EXPECT_EQ(never_used_per_refill(class_of(32768)), 1u);
+  EXPECT_EQ(never_used_per_refill(class_of(64)), 64u);
+  EXPECT_EQ(never_used_per_refill(class_of(16)), 256u);
 }
 
 // The program holds 64 blocks that did not pass through this thread's cache and frees them: the
@@ -147,7 +162,7 @@ TEST(ThreadCache, ALiveBlockWhoseSecondWordMatchesHalfOfAMarkFreesFine) {
     void* block = allocate(kSize);
     words_of(block)[1] = mark_of(block) ^ (std::uintptr_t{1} << 40);
     deallocate(block);
-    EXPECT_TRUE(carries_mark(block, Waits::kOutOfSpan));
+    EXPECT_TRUE(carries_mark(block, Waits::kFree));
     EXPECT_EQ(allocate(kSize), block);
     deallocate(block);
   });
