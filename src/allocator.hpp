@@ -56,7 +56,7 @@ inline unsigned handed_out_class_or_report(const void* p, const char* operation)
 // free's fast path: 36 instructions before its ret (region check 6, the span's record 5, the
 // check that the block was handed out, below the span's carved end 3, and is a block start 5,
 // the class 1, bin address 5, push 11 with the double-free check, which compares the lower half
-// of the block's second word with its mark's: one compare finds all three marks, wherever a
+// of the block's second word with its mark's: one compare finds both marks, wherever a
 // block freed already waits, free_block_marks.hpp). The check rejects, before a
 // cache could hand it out to a second owner, a block start past its span's carved end above all.
 //

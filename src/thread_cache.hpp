@@ -183,10 +183,25 @@ extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
 // Slow path of allocation: the bin is empty. Refills it and returns a block, or nullptr when
 // the pools cannot serve the class (the caller then forwards to the system allocator).
+//
+// What one call costs at most (the worst case of a malloc past the fast path): its cache's lock
+// and the class's lock once each; half a bin of pointers (at most 256) copied from the central
+// stack or carved from spans, reading only their records and bitmaps, never a block; at most a
+// page's worth of never-used blocks (never_used_per_refill), so at most two page faults; a wait
+// for the class's lock of at most one other thread's refill or flush, or one decay hold
+// (central_lists.cpp, kBlocksPerLockHold). Rarely more: a new span (the carving lock, and one
+// mmap per 16 spans as the region grows), the thread's first call (its cache: one mmap per 8
+// threads), the start of the decay thread (once per process), a wake of the sleeping decay thread
+// (one futex call).
 void* refill_and_allocate(unsigned cls);
 
 // Slow path of free: the bin is full (or this thread has no cache yet), or the block may carry a
 // free mark: if it does, a double free, which is reported and aborts.
+//
+// What one call costs at most: its cache's lock and the class's lock once each; half a bin of
+// pointers (at most 256) onto the central stack or into their spans' bitmaps, touching no block;
+// no system call while the decay thread runs (spans that empty wait for its steps,
+// span_carving.cpp); without it, a madvise per span that empties past the retained budget.
 void flush_and_deallocate(unsigned cls, void* block);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
