@@ -18,7 +18,7 @@ void* allocate_slow(std::size_t size) {
   if (pooled) {
     if (void* block = pool_allocate(class_of(size))) return block;
   }
-  return system_malloc(size);
+  return allocate_large(size);
 }
 
 void* allocate_zeroed(std::size_t size) {
@@ -79,6 +79,7 @@ bool trim(std::size_t pad) {
   empty_central_stacks();
   purge_free_blocks();
   const bool released_pools = release_retained_spans() != 0;
+  release_large_blocks();  // before glibc's trim, which can then give their pages back
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "large_blocks.hpp"
 #include "misuse.hpp"
 #include "options.hpp"
 #include "pool_region.hpp"
@@ -67,7 +68,7 @@ inline void deallocate(void* p) {
     pool_deallocate(p, handed_out_class_or_report(p, "free"));
     return;
   }
-  system_free(p);  // also nullptr, which it ignores
+  free_outside_pools(p);  // also nullptr, which it ignores
 }
 
 void* allocate_zeroed(std::size_t size);

@@ -9,6 +9,7 @@
 #include "central_lists.hpp"
 #include "decay_thread.hpp"
 #include "free_block_marks.hpp"
+#include "large_blocks.hpp"
 #include "options.hpp"
 #include "os.hpp"
 #include "pool_region.hpp"
@@ -51,6 +52,7 @@ void prepare_fork() {
   lock_thread_caches_for_fork();
   lock_central_lists_for_fork();
   lock_span_carving_for_fork();
+  lock_large_blocks_for_fork();
   g_locked_for_fork = true;
 }
 
@@ -60,6 +62,7 @@ void release_after_fork(bool in_child) {
   unlock_thread_caches_after_fork(in_child);
   unlock_span_carving_after_fork(in_child);
   unlock_central_lists_after_fork(in_child);
+  unlock_large_blocks_after_fork(in_child);
 }
 
 void parent_after_fork() {

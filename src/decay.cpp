@@ -2,6 +2,7 @@
 
 #include "central_lists.hpp"
 #include "decay_thread.hpp"
+#include "large_blocks.hpp"
 #include "options.hpp"
 #include "os.hpp"
 #include "span_carving.hpp"
@@ -27,6 +28,7 @@ bool decay_step() {
   found |= empty_central_stacks();
   purge_free_blocks();
   found |= decay_retained_spans();
+  found |= decay_large_blocks();
   request_cache_flush();
   return found;
 }

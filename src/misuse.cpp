@@ -48,6 +48,13 @@ void report_double_free(const char* operation, const void* p, unsigned cls) {
   detail::fatal(message);
 }
 
+void report_double_free_outside_pools(const void* p, std::size_t size) {
+  detail::Message message;
+  message << "poolalloc: free(" << p << "): double free of the " << std::uint64_t{size}
+          << "-byte block above the pools";
+  detail::fatal(message);
+}
+
 void report_corrupted_free_list(const void* p, unsigned cls) {
   detail::Message message;
   message << "poolalloc: the free list of size class " << cls << " (" << class_size(cls)

@@ -60,6 +60,10 @@ void os_unmap(void* start, std::size_t bytes) {
   munmap(start, bytes);
 }
 
+std::uintptr_t os_program_break() {
+  return reinterpret_cast<std::uintptr_t>(sbrk(0));
+}
+
 void os_decommit(void* start, std::size_t bytes) {
   madvise(start, bytes, MADV_DONTNEED);
 }

@@ -39,6 +39,10 @@ void os_decommit(void* start, std::size_t bytes);
 // Bytes of [start, start + bytes) resident in memory.
 std::size_t os_resident_bytes(const void* start, std::size_t bytes);
 
+// The program break (sbrk(0)): where glibc's main heap ends. A read of libc's copy, no system
+// call.
+std::uintptr_t os_program_break();
+
 // Threads.
 
 // Sleeps while `word` holds `expected` (returns at once if it does not), until a wake, or a

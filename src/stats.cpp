@@ -15,6 +15,7 @@
 
 #include "central_lists.hpp"
 #include "command_line.hpp"
+#include "large_blocks.hpp"
 #include "options.hpp"
 #include "os.hpp"
 #include "output_buffer.hpp"
@@ -167,7 +168,11 @@ void print_snapshot(OutputBuffer& out) {
   line << "pooled requests: " << totals.pooled_requests << "\n";
   line << "system-forwarded requests: " << totals.system_requests << " (";
   append_bytes(line, totals.system_bytes);
-  line << ")\nthread caches in use: " << totals.thread_caches << "\nheld by the size classes: ";
+  const LargeBlockStats large = large_block_stats();
+  line << ")\nlarge blocks kept for reuse: ";
+  append_bytes(line, large.bytes);
+  line << " (" << large.blocks << " blocks; " << large.reused << " requests served from them)";
+  line << "\nthread caches in use: " << totals.thread_caches << "\nheld by the size classes: ";
   append_bytes(line, totals.bytes_held);
   line << "\nretained empty spans: ";
   append_bytes(line, totals.retained_bytes);

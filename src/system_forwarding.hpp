@@ -44,20 +44,28 @@ void take_over_system_thresholds();
 // mallopt: a program that sets one of the thresholds itself keeps it.
 int system_mallopt(int param, int value);
 
-// Counts the requests the system allocator served (a failed one is no request served), and
-// raises glibc's thresholds as glibc itself would (system_forwarding.cpp).
-inline void* counted(void* block, std::size_t size) {
-  if (size > g_system_mmap_threshold.load(std::memory_order_relaxed)) [[unlikely]]
-    raise_system_thresholds(size);
+// Counts the requests the system allocator served, of `size` bytes (a failed one is no request
+// served), and raises glibc's thresholds as glibc itself would (system_forwarding.cpp) for the
+// `glibc_size` bytes glibc was asked for.
+inline void* counted(void* block, std::size_t size, std::size_t glibc_size) {
+  if (glibc_size > g_system_mmap_threshold.load(std::memory_order_relaxed)) [[unlikely]]
+    raise_system_thresholds(glibc_size);
   if (block != nullptr) {
     g_system_counters.requests.fetch_add(1, std::memory_order_relaxed);
     g_system_counters.bytes.fetch_add(size, std::memory_order_relaxed);
   }
   return block;
 }
+inline void* counted(void* block, std::size_t size) {
+  return counted(block, size, size);
+}
 
 inline void* system_malloc(std::size_t size) {
   return counted(__libc_malloc(size), size);
+}
+// malloc(size) served with a block of `rounded` bytes (large_blocks.hpp): a request of `size`.
+inline void* system_malloc_rounded(std::size_t size, std::size_t rounded) {
+  return counted(__libc_malloc(rounded), size, rounded);
 }
 // `size` bytes, zeroed; the caller checked for overflow.
 inline void* system_calloc(std::size_t size) {

@@ -3,11 +3,16 @@
 // the allocator so that it does not blur what is measured.
 #pragma once
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <random>
@@ -32,6 +37,25 @@ class PointerArray {
   size_t bytes_;
   void** data_;
 };
+
+// Whether a thread of this process is named poolalloc-decay.
+inline bool decay_thread_exists() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return false;
+  bool found = false;
+  while (dirent* entry = readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    char path[64], name[32] = {};
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n > 0 && strncmp(name, "poolalloc-decay\n", 16) == 0) found = true;
+  }
+  closedir(tasks);
+  return found;
+}
 
 // A size from 16 B to 32 KiB, each doubling equally likely.
 inline size_t mixed_size(std::mt19937_64& rng) {

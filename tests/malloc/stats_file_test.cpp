@@ -31,7 +31,7 @@ struct Table {
 };
 
 // The tables in `text`, which must be nothing but whole tables, one after the other: a title,
-// three lines of legend, the column header, a row per size class in use, six totals.
+// three lines of legend, the column header, a row per size class in use, seven totals.
 testing::AssertionResult parse_tables(const std::string& text, std::vector<Table>* tables) {
   const std::string bytes = R"(\d+(\.\d)? (B|KiB|MiB|GiB|TiB))";
   const std::regex title(R"(poolalloc statistics of pid (\d+)(: (.*))?)");
@@ -39,6 +39,8 @@ testing::AssertionResult parse_tables(const std::string& text, std::vector<Table
   const std::regex totals[] = {
       std::regex(R"(pooled requests: \d+)"),
       std::regex(R"(system-forwarded requests: \d+ \()" + bytes + R"(\))"),
+      std::regex("large blocks kept for reuse: " + bytes +
+                 R"( \(\d+ blocks; \d+ requests served from them\))"),
       std::regex(R"(thread caches in use: \d+)"),
       std::regex("held by the size classes: " + bytes),
       std::regex("retained empty spans: " + bytes + R"( \(kept for reuse\))"),

@@ -1,0 +1,61 @@
+// Large blocks: a cache of freed glibc blocks above the pools' largest class, in front of glibc.
+// A game that allocates and frees buffers of 64 KiB to 1 MiB every frame made glibc grow and
+// trim its heap with brk, or map and unmap them, inside its calls (a system call of more than
+// 10 us each, and the page faults of the memory it got back); a freed block kept here is handed
+// to the next malloc of its size class as it is, with no system call and no page touched.
+//
+// - Classes: four per doubling, bound b(k) = (4 + k % 4) << (k / 4 + 13), from 40 KiB (k = 1) to
+//   4 MiB (k = 28). A request of n bytes, 32 KiB < n <= 4 MiB, takes a block of the smallest
+//   class k with b(k) >= n; a freed block of usable size u goes to the largest class with
+//   b(k) <= u, so that any block of a class fits any request of it. A request that misses asks
+//   glibc for b(k) bytes, so that its block comes back to its own class when freed (at most a
+//   quarter more than asked, what malloc_usable_size then reports).
+// - free(p) outside the pool region: p is kept when glibc's chunk header says it is a block in
+//   use of glibc's main heap of a cached class (the checks glibc's own free makes of such a
+//   block, large_blocks.cpp), the decay thread runs (its steps give the blocks back), and the cache
+//   has room: at most kSlotsPerClass blocks per class, kMaxHeldBytes in all. Anything else goes to
+//   glibc's free, which judges a foreign pointer as before. A block freed again while it waits here
+//   is reported and the process aborts.
+// - Only malloc and operator new (and the aligned forms asked for 16 bytes or less) take cached
+//   blocks; calloc (which would have to clear one), realloc and larger alignments go to glibc,
+//   which takes any block the cache handed out as the chunk of its own that it is.
+// - Memory over time: each decay step gives back to glibc the blocks of each class that no
+//   malloc took since the previous step (the class's low-water mark); malloc_trim gives back
+//   all. Both call glibc's free outside the lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace poolalloc::internal {
+
+// The largest request the cache serves, and the most it keeps.
+inline constexpr std::size_t kLargestCachedRequest = std::size_t{4} << 20;
+inline constexpr std::size_t kMaxHeldBytes = std::size_t{32} << 20;
+inline constexpr std::uint32_t kSlotsPerClass = 32;
+
+// malloc(size) that the pools do not serve: a cached block for a size in the cache's range,
+// else glibc's.
+void* allocate_large(std::size_t size);
+
+// free(p) of a pointer outside the pool region (nullptr included): kept, or glibc's free.
+void free_outside_pools(void* p);
+
+// A decay step: gives back the blocks that no malloc took since the previous step. True while
+// the cache holds blocks (a later step may give them back).
+bool decay_large_blocks();
+
+// malloc_trim: gives back every cached block.
+void release_large_blocks();
+
+struct LargeBlockStats {
+  std::uint64_t reused;  // mallocs served from the cache since start-up
+  std::uint64_t blocks;  // blocks held now
+  std::uint64_t bytes;   // their usable sizes
+};
+LargeBlockStats large_block_stats();
+
+void lock_large_blocks_for_fork();
+void unlock_large_blocks_after_fork(bool in_child);
+
+}  // namespace poolalloc::internal

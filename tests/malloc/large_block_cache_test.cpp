@@ -1,0 +1,246 @@
+// The large-block cache (src/large_blocks.hpp): while the decay thread runs, a freed block of
+// glibc's main heap above 32 KiB waits for the next malloc of its size class, which takes it
+// with no system call and no page fault; calloc, realloc and the aligned forms still go to
+// glibc; a pointer that glibc did not hand out still goes to glibc's free, and a cached block
+// freed again is reported. Each test is a process of its own (gtest_discover_tests).
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "malloc_test_util.hpp"
+#include "poolalloc/poolalloc.h"
+#include "rss_workloads.hpp"
+#include "test_seed.hpp"
+
+namespace malloc_test {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+long minor_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+// The cache keeps blocks while the decay thread runs, which starts once the pools hold more than
+// 17 MiB of spans (tuning.md): 32 MiB of 1 KiB blocks, freed. Then a block of `largest` bytes,
+// which glibc maps (a mapped block is not cached) and after which poolalloc raises glibc's mmap
+// threshold: blocks up to that size then come from glibc's heap.
+void start_decay_thread(size_t largest = 4 * kMiB) {
+  free(malloc(opaque(largest)));
+  PointerArray blocks(32 * 1024);
+  for (size_t i = 0; i < 32 * 1024; ++i) blocks[i] = malloc(opaque(size_t{1024}));
+  for (size_t i = 0; i < 32 * 1024; ++i) free(blocks[i]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!decay_thread_exists() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(decay_thread_exists());
+}
+
+// The statistics table's count of requests served from the cache.
+uint64_t requests_served_from_the_cache() {
+  const int fd = memfd_create("stats", MFD_CLOEXEC);
+  poolalloc_print_stats(fd);
+  char text[16384] = {};
+  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  if (n <= 0) return UINT64_MAX;
+  const char* line = std::strstr(text, "large blocks kept for reuse: ");
+  const char* count = line == nullptr ? nullptr : std::strstr(line, " blocks; ");
+  return count == nullptr ? UINT64_MAX : std::strtoull(count + 9, nullptr, 10);
+}
+
+// Rounds of 12 blocks of 1 MiB, all live at once, touched, then freed. Without the cache glibc
+// handed the heap's free 12 MiB top back (past its 8 MiB trim threshold) and grew it again with
+// brk at the next round: 3,000 page faults a round. With it, every malloc after the first round
+// takes a block that waits in the cache, the same blocks each round.
+TEST(LargeBlockCache, FreedBlocksAreTakenAgainWithoutSystemCallsOrPageFaults) {
+  start_decay_thread();
+  constexpr int kRounds = 20, kBlocks = 12;
+  void* first[kBlocks];
+  long faults = 0;
+  uint64_t served = 0;
+  size_t heap = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    if (round == 1) {
+      faults = minor_faults();
+      served = requests_served_from_the_cache();
+      heap = mallinfo2().arena;
+    }
+    void* blocks[kBlocks];
+    for (void*& block : blocks) {
+      block = malloc(opaque(kMiB));
+      ASSERT_NE(block, nullptr);
+      std::memset(block, round, kMiB);
+    }
+    if (round == 0) std::copy(blocks, blocks + kBlocks, first);
+    std::sort(blocks, blocks + kBlocks);
+    std::sort(first, first + kBlocks);
+    EXPECT_TRUE(std::equal(blocks, blocks + kBlocks, first)) << "round " << round;
+    for (void* block : blocks) free(block);
+  }
+  faults = minor_faults() - faults;
+  std::printf("%ld page faults in %d rounds of %d x 1 MiB\n", faults, kRounds - 1, kBlocks);
+  EXPECT_EQ(requests_served_from_the_cache() - served, uint64_t{(kRounds - 1) * kBlocks});
+  EXPECT_EQ(mallinfo2().arena, heap) << "glibc's heap grew or shrank";
+  EXPECT_LT(faults, 64);
+}
+
+// A cached block's usable size covers the request, and glibc's realloc takes it as its own.
+TEST(LargeBlockCache, CachedBlockHasTheUsableSizeAndReallocTakesIt) {
+  start_decay_thread();
+  constexpr size_t kSize = 100000;
+  void* p = malloc(opaque(kSize));
+  ASSERT_NE(p, nullptr);
+  free(p);
+  const uint64_t served = requests_served_from_the_cache();
+  void* q = malloc(opaque(kSize));
+  ASSERT_EQ(q, p) << "not the cached block";
+  EXPECT_EQ(requests_served_from_the_cache(), served + 1);
+  const size_t usable = malloc_usable_size(q);
+  EXPECT_GE(usable, kSize);
+  fill(q, usable, 7);
+  void* grown = realloc(q, opaque(3 * kMiB));
+  ASSERT_NE(grown, nullptr);
+  EXPECT_TRUE(matches(grown, usable, 7));
+  void* shrunk = realloc(grown, opaque(size_t{50000}));
+  ASSERT_NE(shrunk, nullptr);
+  EXPECT_TRUE(matches(shrunk, 50000, 7));
+  free(shrunk);
+  // calloc is glibc's: never a cached block, always zeroed.
+  void* r = malloc(opaque(kSize));
+  fill(r, kSize, 8);
+  free(r);
+  const uint64_t before_calloc = requests_served_from_the_cache();
+  void* zeroed = calloc(1, opaque(kSize));
+  ASSERT_NE(zeroed, nullptr);
+  EXPECT_TRUE(all_bytes_are(zeroed, kSize, 0));
+  EXPECT_EQ(requests_served_from_the_cache(), before_calloc);
+  free(zeroed);
+}
+
+class LargeBlockCacheDeathTest : public testing::Test {
+ protected:
+  // The child runs the test from the start: it has a decay thread of its own.
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+// A pointer glibc did not hand out, with a header that looks like one of its chunks in use
+// (256 KiB, the next chunk's PREV_INUSE bit set) but outside its main heap: glibc's free aborts
+// on it as before, rather than the cache keeping it for the next malloc.
+TEST_F(LargeBlockCacheDeathTest, ForeignPointerStillGoesToGlibc) {
+  EXPECT_DEATH(
+      {
+        start_decay_thread();
+        constexpr size_t kChunk = (size_t{256} << 10) + 16;
+        void* map = mmap(nullptr, kChunk + 4096, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        auto* chunk = static_cast<size_t*>(map);
+        chunk[1] = kChunk | 1;
+        chunk[kChunk / sizeof(size_t) + 1] = 64 | 1;
+        free(hide(chunk + 2));
+      },
+      "double free or corruption \\(out\\)");
+}
+
+// A block freed twice while it waits in the cache is reported: taken twice, it would have two
+// owners.
+TEST_F(LargeBlockCacheDeathTest, CachedBlockFreedTwiceIsReported) {
+  EXPECT_DEATH(
+      {
+        start_decay_thread();
+        void* p = malloc(opaque(size_t{256} << 10));
+        free(p);
+        free(hide(p));
+      },
+      "^poolalloc: free\\(0x[0-9a-f]+\\): double free of the 262152-byte block above the "
+      "pools\n");
+}
+
+// fork() while other threads take and give back cached blocks: the child finds the cache's
+// lock free and takes and frees large blocks itself.
+TEST(LargeBlockCache, ChildOfForkUsesTheCacheWhileOtherThreadsChurn) {
+  start_decay_thread();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        void* p = malloc(opaque(size_t{256} << 10));
+        if (p != nullptr) static_cast<char*>(p)[0] = 1;
+        free(p);
+      }
+    });
+  }
+  for (int child = 0; child < 50; ++child) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int i = 0; i < 100; ++i) {
+        void* p = malloc(opaque(size_t{256} << 10));
+        if (p == nullptr) _exit(1);
+        std::memset(p, i, size_t{256} << 10);
+        free(p);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << child;
+  }
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+}
+
+// Threads free the large blocks that others allocated, through the cache: every block, cached
+// or not, has one owner at a time (each owner fills it with its own pattern and checks it).
+TEST(LargeBlockCache, ThreadsFreeEachOthersBlocks) {
+  start_decay_thread();
+  constexpr int kThreads = 4, kRounds = 2000;
+  constexpr size_t kSlots = 64;
+  std::atomic<void*> slots[kSlots] = {};
+  std::atomic<int> failures{0};
+  const uint64_t seed = poolalloc_test::test_seed(11);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(seed + static_cast<uint64_t>(t));
+      for (int round = 0; round < kRounds; ++round) {
+        const size_t size = (size_t{40} << 10) + rng() % (size_t{1} << 20);
+        auto* block = static_cast<size_t*>(malloc(opaque(size)));
+        if (block == nullptr) continue;
+        block[0] = size;
+        fill(block + 1, 256, reinterpret_cast<uintptr_t>(block));
+        void* old = slots[rng() % kSlots].exchange(block);
+        if (old == nullptr) continue;
+        auto* taken = static_cast<size_t*>(old);
+        if (malloc_usable_size(taken) < taken[0] ||
+            !matches(taken + 1, 256, reinterpret_cast<uintptr_t>(taken)))
+          failures.fetch_add(1);
+        free(taken);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (auto& slot : slots) free(slot.load());
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace malloc_test
