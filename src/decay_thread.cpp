@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "central_lists.hpp"
 #include "decay.hpp"
 #include "options.hpp"
 #include "os.hpp"
@@ -27,12 +28,25 @@ constinit std::atomic<bool> g_forking{false};
 constinit std::atomic<std::uint32_t> g_failures{0};
 constinit std::atomic<std::uint32_t> g_steps_before_retry{0};
 
+// Waits out a step interval; a request to empty the central stacks meanwhile
+// (request_stack_drain) is served at once.
+void pause_between_steps(std::uint64_t interval) {
+  const std::uint64_t due = os_clock_ms() + interval;
+  for (std::uint64_t now = os_clock_ms(); now < due; now = os_clock_ms()) {
+    os_futex_wait_ms(g_stack_drain_requested, 0, due - now);
+    if (g_stack_drain_requested.exchange(0) == 0) continue;
+    empty_central_stacks();
+    request_cache_flush();  // and the threads' bins, a few at each of their slow paths
+  }
+}
+
 void* run_decay_thread(void*) {
   pthread_setname_np(pthread_self(), "poolalloc-decay");
   const std::uint64_t interval = std::max<std::uint64_t>(1, step_interval_ms());
   bool pause = true;
   for (;;) {
-    if (pause) os_sleep_ms(interval);
+    if (pause) pause_between_steps(interval);
+    g_stack_drain_requested.store(0, std::memory_order_relaxed);  // the step empties them
     pause = true;
     // A step that found something, or a note since the last look, calls for another step.
     if (decay_step() || g_decay_noted.exchange(false)) continue;

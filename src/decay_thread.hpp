@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "os.hpp"
 #include "pool_region.hpp"
 #include "size_classes.hpp"
 
@@ -69,6 +70,22 @@ inline void on_malloc_slow_path() {
 inline bool decay_thread_runs() {
   const int state = g_decay_thread_state.load(std::memory_order_relaxed);
   return state == kRunning || state == kSleeping;
+}
+
+// Set by a class that must fault in a new span while the central stacks hold many blocks
+// (central_lists.cpp), cleared by the thread as it empties the stacks.
+inline constinit std::atomic<int> g_stack_drain_requested{0};
+
+// The thread empties every central stack into the spans now, between its steps, so that the
+// spans that only stacked blocks kept busy go back to span carving for any class. One futex call
+// for the first request; none for the next ones until the thread has done it.
+inline void request_stack_drain() {
+  if (!decay_thread_runs() || g_stack_drain_requested.load(std::memory_order_relaxed) != 0) return;
+  g_stack_drain_requested.store(1, std::memory_order_relaxed);
+  if (g_decay_thread_state.load() == kSleeping)
+    wake_decay_thread();  // it then runs a whole step, which empties the stacks
+  else
+    os_futex_wake(g_stack_drain_requested, 1);
 }
 
 // A slow path ran a step: counts down the back-off after a failed creation.

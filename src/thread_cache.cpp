@@ -92,6 +92,7 @@ ThreadCache* new_cache() {
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
+  cache->bins_left_to_empty = 0;
   dlist_push(g_live, *cache);
   ++g_live_count;
   return cache;
@@ -169,10 +170,22 @@ void empty_bin_into_spans(unsigned cls, CacheBin& bin) {
 // bin also empties at its next few slow paths, which fall at other points of the cycle.
 constexpr std::uint8_t kDrainingSlowPaths = 4;
 
-void empty_into_spans(ThreadCache& cache) {
-  for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    empty_bin_into_spans(cls, CacheBins::of(cache, cls));
-    cache.draining[cls] = kDrainingSlowPaths;
+// The bins go a few at a time, at most this many blocks per slow path (at least one bin): a
+// cache of 20 busy classes emptied at once was 5,000 blocks, over 100 us inside one malloc.
+constexpr std::uint32_t kBlocksEmptiedPerSlowPath = 512;
+
+void start_emptying_into_spans(ThreadCache& cache) {
+  cache.bins_left_to_empty = kClassCount;
+  std::fill(std::begin(cache.draining), std::end(cache.draining), kDrainingSlowPaths);
+}
+
+void empty_next_bins_into_spans(ThreadCache& cache) {
+  std::uint32_t emptied = 0;
+  while (cache.bins_left_to_empty != 0 && emptied < kBlocksEmptiedPerSlowPath) {
+    const unsigned cls = kClassCount - cache.bins_left_to_empty--;
+    CacheBin& bin = CacheBins::of(cache, cls);
+    emptied += bin.count();
+    empty_bin_into_spans(cls, bin);
   }
 }
 
@@ -187,8 +200,10 @@ void housekeeping(ThreadCache& cache, unsigned cls) {
   const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
   if (cache.flush_epoch.load(std::memory_order_relaxed) != epoch) [[unlikely]] {
     cache.flush_epoch.store(epoch, std::memory_order_relaxed);
-    empty_into_spans(cache);
+    start_emptying_into_spans(cache);
   }
+  if (cache.bins_left_to_empty != 0) [[unlikely]]
+    empty_next_bins_into_spans(cache);
   if (cache.draining[cls] != 0) [[unlikely]] {
     --cache.draining[cls];
     empty_bin_into_spans(cls, CacheBins::of(cache, cls));

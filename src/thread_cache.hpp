@@ -150,10 +150,13 @@ class ThreadCache {
   // Slow-path housekeeping (decay.hpp): the flush epoch this cache last emptied itself at (read
   // by decay to find idle caches), how many slow paths remain before the next look at the
   // clock, and per class how many more slow paths empty the bin into the spans after that (see
-  // empty_into_spans).
+  // start_emptying_into_spans).
   std::atomic<std::uint32_t> flush_epoch{0};
   std::uint32_t clock_countdown = 0;
   std::uint8_t draining[kClassCount] = {};
+  // Bins still to empty into the spans since the flush epoch moved, the last ones by class
+  // (empty_next_bins_into_spans: a few per slow path).
+  std::uint32_t bins_left_to_empty = 0;
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;

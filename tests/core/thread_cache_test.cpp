@@ -110,6 +110,35 @@ TEST(ThreadCache, ARefillCarvesAtMostAPageOfNeverUsedBlocks) {
   EXPECT_EQ(never_used_per_refill(class_of(16)), 256u);
 }
 
+// When decay or malloc_trim moves the flush epoch on, a thread empties its bins into the spans
+// at its next slow paths, whole bins in class order, at most 512 blocks a slow path (at least a
+// bin): 400 to 511 blocks in each of three bins go at two slow paths, not one.
+TEST(ThreadCache, AFlushEpochEmptiesTheBinsAFewAtEachSlowPath) {
+  on_a_new_thread([] {
+    constexpr std::size_t kSizes[] = {16, 32, 48};
+    std::vector<void*> held;
+    for (const std::size_t size : kSizes) {
+      for (int i = 0; i < 400; ++i) held.push_back(allocate(size));
+    }
+    for (void* block : held) deallocate(block);
+    // Each bin holds the 400 and what its last refill brought beyond them, under 512.
+    for (const std::size_t size : kSizes) {
+      ASSERT_GE(bin_of(size).count(), 400u) << size;
+      ASSERT_LT(bin_of(size).count(), 512u) << size;
+    }
+    const std::uint32_t third = bin_of(48).count();
+    request_cache_flush();
+    void* a = allocate(4096);  // a slow path: its bin is empty
+    EXPECT_EQ(bin_of(16).count(), 0u);
+    EXPECT_EQ(bin_of(32).count(), 0u);
+    EXPECT_EQ(bin_of(48).count(), third) << "512 blocks went at the first slow path";
+    void* b = allocate(8192);  // the next slow path
+    EXPECT_EQ(bin_of(48).count(), 0u);
+    deallocate(a);
+    deallocate(b);
+  });
+}
+
 // The program holds 64 blocks that did not pass through this thread's cache and frees them: the
 // bin grows at 2, 4, 8 and 16 blocks, and at 32, its capacity, gives its older 16 away.
 TEST(ThreadCache, AFullBinGrowsBelowItsCapacityAndGivesItsOlderHalfAwayAtIt) {

@@ -27,11 +27,12 @@ long minor_faults() {
 }
 
 // A level of 96 MiB (more than the 64 MiB of empty spans that the pools keep for reuse without the
-// decay thread) of objects of 16-256 bytes, each written whole, into `objects` (reserved by the
-// caller: its own pages would count).
-void load_level(std::mt19937_64& rng, std::vector<void*>& objects) {
+// decay thread) of objects of `smallest` to `largest` bytes, each written whole, into `objects`
+// (reserved by the caller: its own pages would count).
+void load_level(std::mt19937_64& rng, std::vector<void*>& objects, size_t smallest = 16,
+                size_t largest = 256) {
   for (size_t bytes = 0; bytes < (size_t{96} << 20);) {
-    const size_t size = 16 + rng() % 241;
+    const size_t size = smallest + rng() % (largest - smallest + 1);
     void* p = malloc(size);
     memset(p, 0x5a, size);
     objects.push_back(p);
@@ -80,6 +81,28 @@ TEST(LevelChange, TheNextLevelReusesThePagesOfTheLastWithoutAPageFault) {
     // spans that the level's new size mix needs beyond the last one's.
     EXPECT_LT(faults, 256) << "level change " << change << ": " << faults << " page faults";
   }
+  for (void* p : level) free(p);
+}
+
+// The world of one size freed in a random order, a level of another size allocated right after.
+// The blocks left in the central stack after such a free are spread over every span of their
+// class and keep them all from emptying; the first span the new level must fault in asks the
+// decay thread to empty the stacks (and the threads' bins), so that the new level takes the old
+// one's spans. Before, all 24,596 pages were faulted in again and RSS doubled.
+TEST(LevelChange, ALevelOfOtherSizesTakesThePagesOfTheLastFreedInAnyOrder) {
+  std::mt19937_64 rng(poolalloc_test::test_seed(11));
+  std::vector<void*> level;
+  level.reserve(size_t{96} << 20 >> 6);
+  load_level(rng, level, 64, 64);
+  std::shuffle(level.begin(), level.end(), rng);
+  for (void* p : level) free(p);
+  level.clear();
+  const long before = minor_faults();
+  load_level(rng, level, 96, 96);
+  const long faults = minor_faults() - before;
+  // A tenth of them at most, the pages faulted in before the thread emptied the stacks (about
+  // 160 on an idle machine).
+  EXPECT_LT(faults, 2458) << faults << " page faults";
   for (void* p : level) free(p);
 }
 
