@@ -65,11 +65,14 @@ void** stack_of(unsigned cls) {
   return &g_stack_slots[kStackOffsets[cls]];
 }
 
-// A block of a span that is not full, with its out-of-span mark. Nothing is read from the
-// block: which blocks are free is the span's bitmap's business (span_blocks.hpp).
+// A block of a span that is not full, with its free mark. Nothing is read from the block: which
+// blocks are free is the span's bitmap's business (span_blocks.hpp). A block that came back to
+// the bitmap carries its mark since its free, so only a never-used one is written (its mark is
+// the first touch of its page): a refill of blocks that came back touches none of them.
 void* carve_block(Span& span) {
+  const bool never_used = span.blocks.next_is_never_used();
   void* block = block_at(span, span.blocks.take(bitmap_of(span)));
-  set_mark(block);
+  if (never_used) set_mark(block);
   return block;
 }
 

@@ -251,8 +251,8 @@ double rough_ns_per_tick() {
   return (monotonic_ns() - start_ns) / static_cast<double>(__rdtsc() - start);
 }
 
-// --slow=PATH: every call over 10 us, one line each: thread (main or worker), call, size in
-// bytes, frame, when (ms from the start) and how long (us).
+// --slow=PATH: every call over 10 us (--slow_us=N: N us), one line each: thread (main or worker),
+// call, size in bytes, frame, when (ms from the start) and how long (us).
 bool write_slow_calls(const char* path, const Timer& main_timer, const Timer& worker_timer,
                       Ticks start, double ns_per_tick) {
   FILE* out = std::fopen(path, "w");
@@ -278,6 +278,7 @@ int main(int argc, char** argv) {
   const long objects = args.get("objects", 200, 200, 200);  // per frame, on average
   const long level_every = args.get("level", 20, 500, 1500);
   const long level_objects = args.get("level_objects", 2000, 100000, 100000);
+  const long slow_us = args.get("slow_us", 10, 10, 10);  // what --slow lists
   const char* stats_path = nullptr;
   const char* slow_path = nullptr;
   for (int i = 1; i < argc; ++i) {
@@ -288,7 +289,7 @@ int main(int argc, char** argv) {
 
   // Everything the timed part records into or walks, allocated and touched before it.
   const auto [overhead, resolution] = timer_overhead_and_resolution();
-  const auto slow = static_cast<Ticks>(10e3 / rough_ns_per_tick());  // 10 us
+  const auto slow = static_cast<Ticks>(static_cast<double>(slow_us) * 1e3 / rough_ns_per_tick());
   Timer main_timer(overhead, slow), worker_timer(overhead, slow);
   std::vector<Ticks> frame_ticks, level_ticks;
   frame_ticks.reserve(static_cast<std::size_t>(frames));
