@@ -104,8 +104,8 @@ struct alignas(64) ClassList {
     return span;
   }
   // Carves up to `wanted` blocks into blocks[0, n), of them at most `never_used_left` never
-  // used, and returns n, the lowest address last: a thread cache hands out from the end, so the
-  // program gets them in address order.
+  // used whose pages may not be resident (past the span's resident_end), and returns n, the lowest
+  // address last: a thread cache hands out from the end, so the program gets them in address order.
   std::uint32_t carve_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
                              std::uint32_t never_used_left) {
     std::uint32_t count = 0;
@@ -114,7 +114,9 @@ struct alignas(64) ClassList {
       Span* span = span_with_free_blocks(cls);
       if (span == nullptr) break;
       while (count < wanted && !span->blocks.full()) {
-        if (span->blocks.next_is_never_used() && never_used_left-- == 0) {
+        if (span->blocks.next_is_never_used() &&
+            span->blocks.initialised_count() * span->blocks.block_size() >= span->resident_end &&
+            never_used_left-- == 0) {
           page_limit_reached = true;
           break;
         }
@@ -198,6 +200,7 @@ struct alignas(64) ClassList {
     for (Span* span = partial; span != nullptr; span = span->next) {
       if (!span->unpurged) continue;
       span->unpurged = false;
+      span->resident_end = 0;  // some of its pages go back now
       std::uint32_t count = 0;
       while (span->blocks.given_back_count() != 0)
         blocks[count++] = block_at(*span, span->blocks.take(bitmap_of(*span)));

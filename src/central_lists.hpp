@@ -30,12 +30,14 @@ constexpr std::uint32_t batch_size(unsigned cls) {
 std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
                           std::uint32_t never_used_most = UINT32_MAX);
 
-// Never-used blocks that a thread cache's refill takes at most: a page's worth, at least one
-// block. Carving writes each block's free mark, which is the first touch of a never-used
-// block's page (in a span carved fresh, or whose pages went back to the OS): a refill of half a
-// bin of them faulted in up to 16 pages inside one malloc call (65 us on a VM, where a fault
-// costs about 4). So a malloc faults in at most two pages (a page's worth of blocks may straddle
-// two); the program's own first writes fault in the rest, as they would under glibc.
+// Never-used blocks whose pages may not be resident that a thread cache's refill takes at most:
+// a page's worth, at least one block. Carving writes each block's free mark, which is the first
+// touch of a never-used block's page (in a span carved fresh, or whose pages went back to the
+// OS): a refill of half a bin of them faulted in up to 16 pages inside one malloc call (65 us on
+// a VM, where a fault costs about 4). So a malloc faults in at most two pages (a page's worth of
+// blocks may straddle two); the program's own first writes fault in the rest, as they would
+// under glibc. Never-used blocks of a span carved again with its pages (Span::resident_end) are
+// not limited.
 constexpr std::uint32_t never_used_per_refill(unsigned cls) {
   return class_size(cls) >= kPageSize ? 1 : static_cast<std::uint32_t>(kPageSize / class_size(cls));
 }

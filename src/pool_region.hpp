@@ -47,6 +47,10 @@ struct alignas(64) Span {
   // handed holds it through the synchronisation that followed its carving, so it never reads
   // an older value.
   std::uint32_t carved_end = 0;
+  // Bytes from the span's start whose pages are resident for sure: what its bump index reached
+  // in its lives since its pages last went back to the OS (span carving), 0 once a purge gave
+  // some away. Carving never-used blocks below it faults in no page (central_lists.cpp).
+  std::uint32_t resident_end = 0;
 };
 
 struct PoolRegion {

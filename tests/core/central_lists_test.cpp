@@ -112,6 +112,17 @@ TEST_F(CentralLists, ATakeCarvesAtMostTheNeverUsedBlocksItIsAllowed) {
   return_blocks_to_spans(cls_, first + 3, 1);
 }
 
+// Never-used blocks of a span that is carved again with its pages (retained) fault in nothing:
+// a take has them all, whatever its limit (sweeps of 16 KiB blocks, which empty and carve again
+// a span every 8 blocks, took the slow path at every malloc without this).
+TEST_F(CentralLists, NeverUsedBlocksOfASpanCarvedAgainWithItsPagesAreNotLimited) {
+  void* blocks[kPerSpan];
+  ASSERT_EQ(take_blocks(cls_, blocks, kPerSpan), kPerSpan);
+  return_blocks_to_spans(cls_, blocks, kPerSpan);  // the span empties and is retained
+  ASSERT_EQ(take_blocks(cls_, blocks, kPerSpan, 1), kPerSpan);
+  return_blocks_to_spans(cls_, blocks, kPerSpan);
+}
+
 TEST_F(CentralLists, ASpanGoesBackToSpanCarvingWhenItsLastBlockReturns) {
   const std::size_t carved = carved_bytes();
   void* blocks[kPerSpan];
