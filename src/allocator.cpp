@@ -31,7 +31,10 @@ void* allocate_zeroed(std::size_t size) {
 }
 
 void* reallocate(void* p, std::size_t size) {
-  if (!region_owns(p)) return system_realloc(p, size);
+  if (!region_owns(p)) {
+    report_if_cached(p, "realloc");
+    return system_realloc(p, size);
+  }
   const unsigned cls = handed_out_class_or_report(p, "realloc");
   if (is_marked_free(p)) report_double_free("realloc", p, cls);
   const std::size_t old_size = class_size(cls);

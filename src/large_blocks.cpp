@@ -104,16 +104,21 @@ void* take(unsigned k) {
   return c.blocks[c.count];
 }
 
+// Under the lock: reports p, of usable size `usable`, if it waits in the cache (freed already:
+// a second free, or a realloc, would hand it to two owners). At most kSlotsPerClass compares,
+// in the class that p's header names.
+void report_if_waiting(const CachedClass& c, void* p, std::size_t usable, const char* operation) {
+  if (std::find(c.blocks, c.blocks + c.count, p) != c.blocks + c.count)
+    report_double_free_outside_pools(operation, p, usable);
+}
+
 // Keeps p (usable size `usable`) if its class and the cache have room.
 bool keep(void* p, std::size_t usable) {
   const unsigned k = floor_class(usable);
   TryLockGuard guard(g_lock);
   if (!guard.locked()) return false;
   CachedClass& c = g_classes[k];
-  // A block can be here once only: a second free of it while it waits would hand it to two
-  // owners. At most kSlotsPerClass compares, in the class that p's header names.
-  if (std::find(c.blocks, c.blocks + c.count, p) != c.blocks + c.count)
-    report_double_free_outside_pools(p, usable);
+  report_if_waiting(c, p, usable, "free");
   if (c.count == kSlotsPerClass || g_held_bytes + usable > kMaxHeldBytes) return false;
   c.blocks[c.count] = p;
   c.sizes[c.count] = static_cast<std::uint32_t>(usable);
@@ -171,8 +176,18 @@ void free_outside_pools(void* p) {
       note_decay_work();
       return;
     }
+  } else {
+    report_if_cached(p, "free");  // a child of fork() keeps its parent's cached blocks
   }
   system_free(p);
+}
+
+void report_if_cached(void* p, const char* operation) {
+  if (p == nullptr || g_held_blocks.load(std::memory_order_relaxed) == 0) return;
+  const std::size_t usable = cacheable_usable_size(p);
+  if (usable == 0) return;
+  TryLockGuard guard(g_lock);
+  if (guard.locked()) report_if_waiting(g_classes[floor_class(usable)], p, usable, operation);
 }
 
 bool decay_large_blocks() {

@@ -41,6 +41,11 @@ void* allocate_large(std::size_t size);
 // free(p) of a pointer outside the pool region (nullptr included): kept, or glibc's free.
 void free_outside_pools(void* p);
 
+// `operation` (realloc, or free without the decay thread: in a child of fork(), which keeps its
+// parent's cached blocks) takes p, a pointer outside the pool region: reports it if it waits in
+// the cache, freed already.
+void report_if_cached(void* p, const char* operation);
+
 // A decay step: gives back the blocks that no malloc took since the previous step. True while
 // the cache holds blocks (a later step may give them back).
 bool decay_large_blocks();

@@ -48,10 +48,10 @@ void report_double_free(const char* operation, const void* p, unsigned cls) {
   detail::fatal(message);
 }
 
-void report_double_free_outside_pools(const void* p, std::size_t size) {
+void report_double_free_outside_pools(const char* operation, const void* p, std::size_t size) {
   detail::Message message;
-  message << "poolalloc: free(" << p << "): double free of the " << std::uint64_t{size}
-          << "-byte block above the pools";
+  message << "poolalloc: " << operation << "(" << p << "): double free of the "
+          << std::uint64_t{size} << "-byte block above the pools";
   detail::fatal(message);
 }
 

@@ -16,8 +16,10 @@ namespace poolalloc::internal {
 [[noreturn]] void report_double_free(const char* operation, const void* p, unsigned cls);
 
 // A block outside the pool region that waits in the large-block cache (large_blocks.hpp), of
-// usable size `size`, freed again: "double free of the 262152-byte block above the pools".
-[[noreturn]] void report_double_free_outside_pools(const void* p, std::size_t size);
+// usable size `size`, given to `operation` (free, realloc) again: "double free of the
+// 262152-byte block above the pools".
+[[noreturn]] void report_double_free_outside_pools(const char* operation, const void* p,
+                                                   std::size_t size);
 
 // The orphan list of class `cls` leads to `p`, which is not a free block of the class: a freed
 // block was written to (a use after free, or an overflow of the block before it).

@@ -175,6 +175,41 @@ TEST_F(LargeBlockCacheDeathTest, CachedBlockFreedTwiceIsReported) {
 
 // fork() while other threads take and give back cached blocks: the child finds the cache's
 // lock free and takes and frees large blocks itself.
+// realloc of a block that waits in the cache (freed already) is a double free too: glibc would
+// take the chunk as its own, live one, and the cache would hand it out again.
+TEST_F(LargeBlockCacheDeathTest, ReallocOfACachedBlockIsReported) {
+  EXPECT_DEATH(
+      {
+        start_decay_thread();
+        void* p = malloc(opaque(size_t{256} << 10));
+        free(p);
+        void* moved = realloc(hide(p), opaque(size_t{768} << 10));
+        std::printf("%p\n", moved);
+      },
+      "^poolalloc: realloc\\(0x[0-9a-f]+\\): double free of the 262152-byte block above the "
+      "pools\n");
+}
+
+// A child of fork() has no decay thread until its own starts, and keeps its parent's cached
+// blocks: a free there of a block that waits in the cache is reported as in the parent, not
+// handed to glibc while the cache hands it out again.
+TEST_F(LargeBlockCacheDeathTest, AChildOfForkReportsAFreeOfABlockCachedInItsParent) {
+  EXPECT_DEATH(
+      {
+        start_decay_thread();
+        void* p = malloc(opaque(size_t{256} << 10));
+        free(p);
+        if (fork() == 0) free(hide(p));
+        int status = 0;
+        wait(&status);
+        if (WIFSIGNALED(status)) std::_Exit(1);
+        std::fputs("the child went on\n", stderr);
+        std::_Exit(0);
+      },
+      "poolalloc: free\\(0x[0-9a-f]+\\): double free of the 262152-byte block above the "
+      "pools\n");
+}
+
 TEST(LargeBlockCache, ChildOfForkUsesTheCacheWhileOtherThreadsChurn) {
   start_decay_thread();
   std::atomic<bool> stop{false};
