@@ -65,6 +65,17 @@ void** stack_of(unsigned cls) {
   return &g_stack_slots[kStackOffsets[cls]];
 }
 
+// The bits of Span::written_pages of the pages wholly past the header of the span's block
+// `index`: those that purge_free_blocks gives back.
+std::uint32_t pages_past_header(const Span& span, std::uint32_t index) {
+  const std::uint32_t offset = index * span.blocks.block_size();
+  const std::uint32_t first = (offset + static_cast<std::uint32_t>(kFreeBlockHeader) + 4095) >> 12;
+  const std::uint32_t end = (offset + span.blocks.block_size()) >> 12;
+  if (first >= end) return 0;
+  const std::uint64_t bits = (std::uint64_t{1} << (end - first)) - 1;
+  return static_cast<std::uint32_t>(bits << first);
+}
+
 // A block of a span that is not full, with its free mark. Nothing is read from the block: which
 // blocks are free is the span's bitmap's business (span_blocks.hpp). A block that came back to
 // the bitmap carries its mark since its free, so only a never-used one is written (its mark is
@@ -103,22 +114,26 @@ struct alignas(64) ClassList {
     dlist_push(partial, *span);
     return span;
   }
-  // Carves up to `wanted` blocks into blocks[0, n), of them at most `never_used_left` never
-  // used whose pages may not be resident (past the span's resident_end), and returns n, the lowest
-  // address last: a thread cache hands out from the end, so the program gets them in address order.
+  // Carves up to `wanted` blocks into blocks[0, n), touching at most `first_touches_left` pages
+  // not written before (take_blocks), and returns n, the lowest address last: a thread cache
+  // hands out from the end, so the program gets them in address order.
   std::uint32_t carve_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
-                             std::uint32_t never_used_left) {
+                             std::uint32_t first_touches_left) {
     std::uint32_t count = 0;
     bool page_limit_reached = false;
     while (count < wanted && !page_limit_reached) {
       Span* span = span_with_free_blocks(cls);
       if (span == nullptr) break;
       while (count < wanted && !span->blocks.full()) {
-        if (span->blocks.next_is_never_used() &&
-            span->blocks.initialised_count() * span->blocks.block_size() >= span->resident_end &&
-            never_used_left-- == 0) {
-          page_limit_reached = true;
-          break;
+        if (span->blocks.next_is_never_used()) {
+          // The page where carving writes the block's mark: a first touch, unless written before.
+          const std::uint32_t page_bit =
+              1u << ((span->blocks.initialised_count() * span->blocks.block_size() + 8) >> 12);
+          if ((span->written_pages & page_bit) == 0 && first_touches_left-- == 0) {
+            page_limit_reached = true;
+            break;
+          }
+          span->written_pages |= page_bit;
         }
         blocks[wanted - ++count] = carve_block(*span);
       }
@@ -200,7 +215,10 @@ struct alignas(64) ClassList {
     for (Span* span = partial; span != nullptr; span = span->next) {
       if (!span->unpurged) continue;
       span->unpurged = false;
-      span->resident_end = 0;  // some of its pages go back now
+      // The pages wholly past each free block's header go back now.
+      span->blocks.for_each_given_back(bitmap_of(*span), [&](std::uint32_t index) {
+        span->written_pages &= ~pages_past_header(*span, index);
+      });
       std::uint32_t count = 0;
       while (span->blocks.given_back_count() != 0)
         blocks[count++] = block_at(*span, span->blocks.take(bitmap_of(*span)));
@@ -230,7 +248,7 @@ void release_all(Span* spans) {
 }  // namespace
 
 std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
-                          std::uint32_t never_used_most) {
+                          std::uint32_t first_touches_most) {
   ClassList& list = g_classes[cls];
   std::uint32_t count = 0;
   Span* to_release = nullptr;
@@ -242,7 +260,7 @@ std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
     list.stacked -= count;
     g_all_stacks_bytes.fetch_sub(std::size_t{count} * class_size(cls), std::memory_order_relaxed);
     std::copy_n(stack_of(cls) + list.stacked, count, blocks);
-    count += list.carve_blocks(cls, blocks + count, wanted - count, never_used_most);
+    count += list.carve_blocks(cls, blocks + count, wanted - count, first_touches_most);
   }
   release_all(to_release);
   return count;

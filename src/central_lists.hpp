@@ -24,23 +24,20 @@ constexpr std::uint32_t batch_size(unsigned cls) {
 }
 
 // Fills blocks[0, n) with up to `wanted` free blocks of class `cls`, each with its free mark,
-// and returns n: the latest given back first, then blocks carved from spans, of which at most
-// `never_used_most` never used. Fewer, maybe none, when the region is exhausted; none, without
-// waiting, while the class's lock is held for fork().
+// and returns n: the latest given back first, then blocks carved from spans. Carving a
+// never-used block writes its free mark, the first touch of its page unless poolalloc wrote into
+// that page before (Span::written_pages); such first touches stop at `first_touches_most`. Fewer,
+// maybe none, when the region is exhausted; none, without waiting, while the class's lock is
+// held for fork().
 std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
-                          std::uint32_t never_used_most = UINT32_MAX);
+                          std::uint32_t first_touches_most = UINT32_MAX);
 
-// Never-used blocks whose pages may not be resident that a thread cache's refill takes at most:
-// a page's worth, at least one block. Carving writes each block's free mark, which is the first
-// touch of a never-used block's page (in a span carved fresh, or whose pages went back to the
-// OS): a refill of half a bin of them faulted in up to 16 pages inside one malloc call (65 us on
-// a VM, where a fault costs about 4). So a malloc faults in at most two pages (a page's worth of
-// blocks may straddle two); the program's own first writes fault in the rest, as they would
-// under glibc. Never-used blocks of a span carved again with its pages (Span::resident_end) are
-// not limited.
-constexpr std::uint32_t never_used_per_refill(unsigned cls) {
-  return class_size(cls) >= kPageSize ? 1 : static_cast<std::uint32_t>(kPageSize / class_size(cls));
-}
+// The pages a thread cache's refill touches first at most: one. A refill of half a bin of
+// never-used blocks faulted in up to 16 pages inside one malloc call (65 us on a VM, where a
+// fault costs about 4); now a malloc faults in at most two pages, the one its refill's marks
+// touch and one of the allocator's own records (a span's bitmap, the bin's slots), and the
+// program's own first writes fault in the rest of its blocks, as they would under glibc.
+inline constexpr std::uint32_t kFirstTouchesPerRefill = 1;
 
 // Takes back blocks[0, count), free blocks of class `cls` with their free marks: onto the
 // class's stack while it has room, the rest into their spans. A span that becomes empty goes

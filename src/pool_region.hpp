@@ -47,10 +47,11 @@ struct alignas(64) Span {
   // handed holds it through the synchronisation that followed its carving, so it never reads
   // an older value.
   std::uint32_t carved_end = 0;
-  // Bytes from the span's start whose pages are resident for sure: what its bump index reached
-  // in its lives since its pages last went back to the OS (span carving), 0 once a purge gave
-  // some away. Carving never-used blocks below it faults in no page (central_lists.cpp).
-  std::uint32_t resident_end = 0;
+  // Bit i: poolalloc wrote into page i of the span (a block's free mark) since its pages last
+  // went back to the OS, so the page is resident; cleared as pages go back (span carving's hand
+  // back, purge_free_blocks). Carving a never-used block whose mark falls in such a page faults
+  // in nothing (central_lists.cpp).
+  std::uint32_t written_pages = 0;
 };
 
 struct PoolRegion {
@@ -70,6 +71,7 @@ struct PoolRegion {
   std::uint64_t* bitmaps = nullptr;
 };
 static_assert(sizeof(Span) == 64, "free reads one cache line of a span's record");
+static_assert(kSpanSize / 4096 <= 32, "Span::written_pages has a bit per page");
 
 inline constinit PoolRegion g_region;
 

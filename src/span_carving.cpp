@@ -162,7 +162,7 @@ void* bitmap_page_if_unused(const Span& span) {
 void hand_back_all_to_os(Span* spans) {
   while (Span* span = list_pop(spans)) {
     os_decommit(span_start(*span), kSpanSize);
-    span->resident_end = 0;
+    span->written_pages = 0;
     TryLockGuard guard(g_carving_lock);
     if (!guard.locked()) {
       release_while_forking(*span);
@@ -181,8 +181,6 @@ void hand_back_all_to_os(Span* spans) {
 void release_span(Span& span) {
   span.blocks.clear_bitmap(bitmap_of(span));
   set_span_class(span, kClassCount);
-  span.resident_end =
-      std::max(span.resident_end, carved_end_of(span).load(std::memory_order_relaxed));
   carved_end_of(span).store(0, std::memory_order_relaxed);
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
   Span* to_hand_back = nullptr;

@@ -315,7 +315,7 @@ void* refill_and_allocate(unsigned cls) {
     CacheBin& bin = CacheBins::of(*cache, cls);
     if (bin.count() == 0) {  // not so when a reclaim that the fast path saw was undone
       bin.set_count(take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2),
-                                never_used_per_refill(cls)));
+                                kFirstTouchesPerRefill));
       grow(cls, bin);
       if (bin.count() == 0) return nullptr;
     }

@@ -190,7 +190,7 @@ extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 // What one call costs at most (the worst case of a malloc past the fast path): its cache's lock
 // and the class's lock once each; half a bin of pointers (at most 256) copied from the central
 // stack or carved from spans, reading only their records and bitmaps, never a block; at most a
-// page's worth of never-used blocks (never_used_per_refill), so at most two page faults; a wait
+// page's first touch by its marks (kFirstTouchesPerRefill), so at most two page faults; a wait
 // for the class's lock of at most one other thread's refill or flush, or one decay hold
 // (central_lists.cpp, kBlocksPerLockHold). Rarely more: a new span (the carving lock, and one
 // mmap per 16 spans as the region grows), the thread's first call (its cache: one mmap per 8

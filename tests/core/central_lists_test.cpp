@@ -99,9 +99,10 @@ TEST_F(CentralLists, TheCarvedEndFollowsTheBumpIndexButNotTheFreeBlocks) {
   return_blocks_to_spans(cls_, blocks, 5);
 }
 
-// A take carves no more never-used blocks than it is allowed (a thread cache's refill: a page's
-// worth), and any number of blocks that came back.
-TEST_F(CentralLists, ATakeCarvesAtMostTheNeverUsedBlocksItIsAllowed) {
+// A take touches no more pages first than it is allowed (a thread cache's refill: one), and
+// carves any number of blocks that came back: with 8 KiB blocks, each never-used one's mark
+// falls in a page of its own.
+TEST_F(CentralLists, ATakeTouchesAtMostThePagesItIsAllowedFirst) {
   void* first[4];
   ASSERT_EQ(take_blocks(cls_, first, 8, 2), 2u);
   ASSERT_EQ(take_blocks(cls_, first + 2, 8, 2), 2u);
