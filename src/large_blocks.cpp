@@ -46,12 +46,13 @@ constexpr std::size_t kPrevInUse = 1, kIsMmapped = 2, kNonMainArena = 4, kFlags 
 // that a cached class takes; 0 for anything else, which goes to glibc's free as before. The
 // checks are those glibc's free makes before it acts on a block of its main heap (the block's
 // alignment, its size's, the chunk lies below the top of the heap, which ends at the program
-// break, the next chunk's size and its PREV_INUSE bit), so that a pointer glibc would abort on
-// fails one of them, and a block that glibc has free already (freed again after the cache gave
-// it back) fails the last. Mapped chunks and those of glibc's other arenas (threads' heaps) go
+// break, the next chunk's size and its PREV_INUSE bit, and, where the next chunk is free, the
+// size that the chunk after it records), so that a pointer glibc would abort on fails one of
+// them, and a block that glibc has free already (freed again after the cache gave it back) fails
+// the PREV_INUSE check. Mapped chunks and those of glibc's other arenas (threads' heaps) go
 // to glibc: its free checks little of them (it unmaps any page-aligned chunk), so no check
 // here could match what it does with a pointer that is not its own. The words read are those
-// glibc's free reads; the next chunk's header only for a size within the cached range.
+// glibc's free reads; the next chunks' headers only for a size within the cached range.
 std::size_t cacheable_usable_size(const void* p) {
   const auto block = reinterpret_cast<std::uintptr_t>(p);
   if (block % 16 != 0) return 0;
@@ -61,10 +62,20 @@ std::size_t cacheable_usable_size(const void* p) {
   if ((field & (kIsMmapped | kNonMainArena)) != 0 || size % 16 != 0 || usable < class_bound(1) ||
       usable >= class_bound(kClasses + 1))
     return 0;
+  const std::uintptr_t heap_end = os_program_break();
   const std::uintptr_t next_chunk = block - 2 * sizeof(std::size_t) + size;
-  if (next_chunk + 4 * sizeof(std::size_t) > os_program_break()) return 0;
+  if (next_chunk + 4 * sizeof(std::size_t) > heap_end) return 0;
   const std::size_t next = reinterpret_cast<const std::size_t*>(next_chunk)[1];
-  if ((next & kPrevInUse) == 0 || (next & ~kFlags) <= 2 * sizeof(std::size_t)) return 0;
+  const std::size_t next_size = next & ~kFlags;
+  if ((next & kPrevInUse) == 0 || next_size <= 2 * sizeof(std::size_t)) return 0;
+  // A free next chunk, which glibc's free would merge with the block, must say so where glibc
+  // checks it before it unlinks it: the chunk after it records its size as the size before it.
+  // (The top chunk, which ends the heap, has no chunk after it.)
+  const std::uintptr_t after_next = next_chunk + next_size;
+  if (after_next + 2 * sizeof(std::size_t) <= heap_end) {
+    const auto* after = reinterpret_cast<const std::size_t*>(after_next);
+    if ((after[1] & kPrevInUse) == 0 && after[0] != next_size) return 0;
+  }
   return usable;
 }
 

@@ -161,6 +161,28 @@ TEST_F(LargeBlockCacheDeathTest, ForeignPointerStillGoesToGlibc) {
 
 // A block freed twice while it waits in the cache is reported: taken twice, it would have two
 // owners.
+// An interior pointer of a live block, behind words that look like a glibc chunk in use whose
+// next chunk is free but records no matching size after it: glibc's free aborts on it (it checks
+// that size before it merges the chunks), and the cache, which makes the same checks, leaves
+// it to glibc rather than hand the live block's memory out again.
+TEST_F(LargeBlockCacheDeathTest, AForgedChunkInsideALiveBlockStillGoesToGlibc) {
+  EXPECT_DEATH(
+      {
+        start_decay_thread();
+        constexpr size_t kChunk = 114704;  // the chunk of a block of the 100,000-byte class
+        auto* live = static_cast<size_t*>(malloc(opaque(size_t{1} << 20)));
+        memset(live, 0, size_t{1} << 20);
+        size_t* forged = live + 1000;
+        forged[-1] = kChunk | 1;  // in use
+        auto* next = reinterpret_cast<size_t*>(reinterpret_cast<char*>(forged - 2) + kChunk);
+        next[1] = 0x1000 | 1;  // the block is in use
+        free(hide(forged));
+        std::fputs("the forged block was taken\n", stderr);
+        std::_Exit(0);
+      },
+      "corrupted size vs. prev_size");
+}
+
 TEST_F(LargeBlockCacheDeathTest, CachedBlockFreedTwiceIsReported) {
   EXPECT_DEATH(
       {
