@@ -15,16 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include "malloc_test_util.hpp"
 #include "test_seed.hpp"
 
 namespace malloc_test {
 namespace {
-
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_THREAD, &usage);
-  return usage.ru_minflt;
-}
 
 // A level of 96 MiB (more than the 64 MiB of empty spans that the pools keep for reuse without the
 // decay thread) of objects of `smallest` to `largest` bytes, each written whole, into `objects`
@@ -51,9 +46,9 @@ TEST(CallCost, AMallocFaultsInAtMostTwoPages) {
     long most = 0;
     for (int round = 0; round < 2; ++round) {
       for (int i = 0; i < 2000; ++i) {
-        const long before = minor_faults();
+        const long before = minor_faults(RUSAGE_THREAD);
         blocks.push_back(malloc(size));
-        most = round == 0 ? 0 : std::max(most, minor_faults() - before);
+        most = round == 0 ? 0 : std::max(most, minor_faults(RUSAGE_THREAD) - before);
       }
       for (void* p : blocks) free(p);
       blocks.clear();
@@ -71,11 +66,11 @@ TEST(LevelChange, TheNextLevelReusesThePagesOfTheLastWithoutAPageFault) {
   // The first change touches the pools' own metadata for the first time (the central stacks'
   // slots, the spans' bitmaps): not measured.
   for (int change = 0; change < 3; ++change) {
-    const long before = minor_faults();
+    const long before = minor_faults(RUSAGE_THREAD);
     for (void* p : level) free(p);
     level.clear();
     load_level(rng, level);
-    const long faults = minor_faults() - before;
+    const long faults = minor_faults(RUSAGE_THREAD) - before;
     if (change == 0) continue;
     // 96 MiB faulted in again would be 24,576 faults; the few left (under 1 %) are the pages of
     // spans that the level's new size mix needs beyond the last one's.
@@ -97,9 +92,9 @@ TEST(LevelChange, ALevelOfOtherSizesTakesThePagesOfTheLastFreedInAnyOrder) {
   std::shuffle(level.begin(), level.end(), rng);
   for (void* p : level) free(p);
   level.clear();
-  const long before = minor_faults();
+  const long before = minor_faults(RUSAGE_THREAD);
   load_level(rng, level, 96, 96);
-  const long faults = minor_faults() - before;
+  const long faults = minor_faults(RUSAGE_THREAD) - before;
   // A tenth of them at most, the pages faulted in before the thread emptied the stacks (about
   // 160 on an idle machine).
   EXPECT_LT(faults, 2458) << faults << " page faults";

@@ -32,12 +32,6 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
-
 // The cache keeps blocks while the decay thread runs, which starts once the pools hold more than
 // 17 MiB of spans (tuning.md): 32 MiB of 1 KiB blocks, freed. Then a block of `largest` bytes,
 // which glibc maps (a mapped block is not cached) and after which poolalloc raises glibc's mmap

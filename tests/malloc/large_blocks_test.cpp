@@ -19,12 +19,6 @@
 namespace malloc_test {
 namespace {
 
-long minor_faults() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
-}
-
 // Rounds of 8 blocks of 200 KiB, all live at once (1.6 MiB), touched, then freed: the minor
 // page faults of the last `rounds - 1` rounds (the first one faults the memory in).
 long faults_of_rounds(int rounds) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -67,6 +68,14 @@ inline bool all_bytes_are(const void* p, std::size_t n, unsigned char value) {
 
 // Resident set size in bytes, from /proc/self/statm (read with open/read: no allocation, so
 // reading it does not disturb what it measures).
+// Minor page faults so far, of the process (RUSAGE_SELF) or of the calling thread
+// (RUSAGE_THREAD).
+inline long minor_faults(int who = RUSAGE_SELF) {
+  rusage usage{};
+  getrusage(who, &usage);
+  return usage.ru_minflt;
+}
+
 inline std::size_t resident_bytes() {
   char buf[128] = {};
   int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
