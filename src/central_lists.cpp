@@ -65,12 +65,17 @@ void** stack_of(unsigned cls) {
   return &g_stack_slots[kStackOffsets[cls]];
 }
 
+// The page of a span that `offset` bytes from its start falls in.
+constexpr std::uint32_t page_in_span(std::size_t offset) {
+  return static_cast<std::uint32_t>(offset / kPageSize);
+}
+
 // The bits of Span::written_pages of the pages wholly past the header of the span's block
 // `index`: those that purge_free_blocks gives back.
 std::uint32_t pages_past_header(const Span& span, std::uint32_t index) {
   const std::uint32_t offset = index * span.blocks.block_size();
-  const std::uint32_t first = (offset + static_cast<std::uint32_t>(kFreeBlockHeader) + 4095) >> 12;
-  const std::uint32_t end = (offset + span.blocks.block_size()) >> 12;
+  const std::uint32_t first = page_in_span(offset + kFreeBlockHeader + kPageSize - 1);
+  const std::uint32_t end = page_in_span(offset + span.blocks.block_size());
   if (first >= end) return 0;
   const std::uint64_t bits = (std::uint64_t{1} << (end - first)) - 1;
   return static_cast<std::uint32_t>(bits << first);
@@ -128,7 +133,8 @@ struct alignas(64) ClassList {
         if (span->blocks.next_is_never_used()) {
           // The page where carving writes the block's mark: a first touch, unless written before.
           const std::uint32_t page_bit =
-              1u << ((span->blocks.initialised_count() * span->blocks.block_size() + 8) >> 12);
+              1u << page_in_span(span->blocks.initialised_count() * span->blocks.block_size() +
+                                 sizeof(std::uintptr_t));
           if ((span->written_pages & page_bit) == 0 && first_touches_left-- == 0) {
             page_limit_reached = true;
             break;

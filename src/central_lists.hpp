@@ -23,12 +23,12 @@ constexpr std::uint32_t batch_size(unsigned cls) {
   return blocks < 2 ? 2 : blocks > 512 ? 512 : blocks;
 }
 
-// Fills blocks[0, n) with up to `wanted` free blocks of class `cls`, each with its free mark,
-// and returns n: the latest given back first, then blocks carved from spans. Carving a
-// never-used block writes its free mark, the first touch of its page unless poolalloc wrote into
-// that page before (Span::written_pages); such first touches stop at `first_touches_most`. Fewer,
-// maybe none, when the region is exhausted; none, without waiting, while the class's lock is
-// held for fork().
+// Fills blocks[0, n) with up to `wanted` free blocks of class `cls`, each with its free mark
+// (blocks has room for `wanted`, and all of it may be written), and returns n: the latest given
+// back first, then blocks carved from spans. Carving a never-used block writes its free mark, the
+// first touch of its page unless poolalloc wrote into that page before (Span::written_pages); such
+// first touches stop at `first_touches_most`. Fewer, maybe none, when the region is exhausted;
+// none, without waiting, while the class's lock is held for fork().
 std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
                           std::uint32_t first_touches_most = UINT32_MAX);
 

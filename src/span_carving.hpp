@@ -13,7 +13,8 @@ namespace poolalloc::internal {
 Span* carve_span(unsigned cls);
 
 // Takes back an empty span, which may then be carved for any class. Its pages go back to the
-// OS unless it is kept among the few retained spans.
+// OS unless it is kept among the few retained spans, or the decay thread runs (whose steps give
+// back the retained spans that no carve took, span_carving.cpp).
 void release_span(Span& span);
 
 // malloc_trim: gives the retained spans' pages back to the OS; returns how many bytes.
