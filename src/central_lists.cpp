@@ -132,9 +132,9 @@ struct alignas(64) ClassList {
       while (count < wanted && !span->blocks.full()) {
         if (span->blocks.next_is_never_used()) {
           // The page where carving writes the block's mark: a first touch, unless written before.
-          const std::uint32_t page_bit =
-              1u << page_in_span(span->blocks.initialised_count() * span->blocks.block_size() +
-                                 sizeof(std::uintptr_t));
+          const std::size_t next_offset =
+              std::size_t{span->blocks.initialised_count()} * span->blocks.block_size();
+          const std::uint32_t page_bit = 1u << page_in_span(next_offset + sizeof(std::uintptr_t));
           if ((span->written_pages & page_bit) == 0 && first_touches_left-- == 0) {
             page_limit_reached = true;
             break;
