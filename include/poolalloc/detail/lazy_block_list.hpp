@@ -115,12 +115,6 @@ class LazyBlockList {
     return listed == free_count_ - (block_count_ - initialised_);
   }
 
-  // Where the next allocate() takes its block: the index of the free list's head, or kNoBlock
-  // for a never-used block (or none). A link is read from a free block, so where stray writes
-  // can reach free blocks, a head of initialised_count() or more names no block handed out.
-  [[nodiscard]] std::uint32_t free_list_head() const { return free_head_; }
-  [[nodiscard]] std::uint32_t initialised_count() const { return initialised_; }
-
   [[nodiscard]] std::byte* base() const { return base_; }
   [[nodiscard]] std::uint32_t block_size() const { return block_size_; }
   [[nodiscard]] std::uint32_t block_count() const { return block_count_; }
