@@ -76,24 +76,38 @@ class Tracked final : public detail::BudgetRow {
     sample();
   }
 
-  [[nodiscard]] std::size_t used() const override { return detail::bytes_in_use(arena_); }
+  // The largest usage seen during this frame (at its calls and now); the next frame starts.
+  std::size_t end_frame() {
+    sample();
+    return take_frame_peak();
+  }
+
+  // The arena's bytes in use now; print_budgets() shows them as of the last sample.
+  [[nodiscard]] std::size_t used() const { return detail::bytes_in_use(arena_); }
   [[nodiscard]] Arena& arena() const { return arena_; }
 
  private:
+  void sample() {
+    const std::size_t used_now = used();
+    if (record(used_now)) over_budget(used_now);
+  }
+
   Arena& arena_;
 };
 
-// One line per live Tracked arena, oldest first: name, bytes used now, peak, budget, and how many
-// times usage rose above the budget. The per-frame memory report of a debug overlay. The name
-// column fits the longest name a tracker keeps, so that every name leaves the columns aligned.
+// One line per live Tracked arena, oldest first: name, bytes used at its last sample, peak, budget,
+// and how many times usage rose above the budget. The per-frame memory report of a debug overlay;
+// safe while trackers on other threads come, go and sample. The name column fits the longest name
+// a tracker keeps, so that every name leaves the columns aligned.
 inline void print_budgets(std::ostream& out) {
   constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
   out << std::left << std::setw(name_width) << "arena" << std::right << std::setw(12) << "used"
       << std::setw(12) << "peak" << std::setw(12) << "budget" << std::setw(6) << "over"
       << "\n";
   detail::BudgetRow::for_each_row([&out](const detail::BudgetRow& row) {
+    const std::size_t used = row.sampled_used();  // before the peak, which is then at least as high
     out << std::left << std::setw(name_width) << (row.name().empty() ? "(unnamed)" : row.name())
-        << std::right << std::setw(12) << row.used() << std::setw(12) << row.peak() << std::setw(12)
+        << std::right << std::setw(12) << used << std::setw(12) << row.peak() << std::setw(12)
         << row.budget() << std::setw(6) << row.over_budget_count() << "\n";
   });
 }

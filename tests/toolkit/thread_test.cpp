@@ -1,14 +1,21 @@
 // The toolkit's objects are single-threaded by design: one per thread. These tests run one per
-// thread in parallel, so ThreadSanitizer can show that separate objects share no state.
+// thread in parallel, so ThreadSanitizer can show that separate objects share no state, and show
+// that what the toolkit does share (Synchronized, the list of budgets) is shared safely.
 #include <poolalloc/frame_allocator.hpp>
 #include <poolalloc/object_pool.hpp>
 #include <poolalloc/pmr.hpp>
 #include <poolalloc/synchronized.hpp>
+#include <poolalloc/tracking.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <deque>
 #include <memory_resource>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,6 +90,39 @@ TEST(Synchronized, ForwardsAllocateAndDeallocate) {
     }
   });
   EXPECT_EQ(shared.with_lock([](poolalloc::FixedPool& pool) { return pool.used_count(); }), 0u);
+}
+
+// A tracker's row joins the list while the tracker is being built and leaves it while it is
+// being destroyed: the printer must read nothing of the tracker but what its row keeps.
+TEST(PrintBudgets, IsSafeWhileAnotherThreadCreatesUsesAndDestroysTrackers) {
+  std::atomic<bool> churning{false};
+  std::atomic<bool> printed{false};
+  std::thread churn([&] {
+    poolalloc::FrameAllocator frame(1 << 16);
+    std::deque<poolalloc::Tracked<poolalloc::FrameAllocator>> live;
+    for (int i = 0; !printed; ++i) {
+      poolalloc::Tracked<poolalloc::FrameAllocator>& tracked = live.emplace_back(frame, 64);
+      tracked.set_name(i % 2 == 0 ? "even" : "odd");
+      (void)tracked.allocate(1, 1);
+      if (live.size() == 64) {
+        live.pop_front();
+        frame.reset();
+      }
+      churning = true;
+      churning.notify_one();
+    }
+  });
+  churning.wait(false);
+  std::size_t rows = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::ostringstream out;
+    poolalloc::print_budgets(out);
+    const std::string table = out.str();
+    rows += static_cast<std::size_t>(std::count(table.begin(), table.end(), '\n')) - 1;
+  }
+  printed = true;
+  churn.join();
+  EXPECT_GT(rows, 0u);
 }
 
 }  // namespace

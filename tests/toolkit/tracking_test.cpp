@@ -179,4 +179,22 @@ TEST(PrintBudgets, KeepsTheColumnsAlignedForNamesOfAnyLength) {
             "a name of thirty-one characters           40          40         100     0\n");
 }
 
+TEST(PrintBudgets, ShowsTheFiguresOfEachTrackersLastSample) {
+  FrameAllocator frame(1024);
+  Tracked tracked(frame, 1024);
+  (void)tracked.allocate(100, 1);
+  (void)frame.allocate(50, 1);  // on the arena itself: not sampled yet
+  std::ostringstream before;
+  poolalloc::print_budgets(before);
+  EXPECT_EQ(before.str(),
+            "arena                                   used        peak      budget  over\n"
+            "(unnamed)                                100         100        1024     0\n");
+  (void)tracked.end_frame();
+  std::ostringstream after;
+  poolalloc::print_budgets(after);
+  EXPECT_EQ(after.str(),
+            "arena                                   used        peak      budget  over\n"
+            "(unnamed)                                150         150        1024     0\n");
+}
+
 }  // namespace

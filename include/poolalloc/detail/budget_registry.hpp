@@ -1,10 +1,18 @@
-// What Tracked<Arena> keeps whatever the arena: the budget, the peaks, the over-budget count,
-// the name, and its row in the list of live tracked arenas that print_budgets() walks. The list
-// is intrusive (no allocation) and guarded by one mutex, so arenas tracked on several threads
-// may come and go; their figures are read unsynchronised, as a debug overlay does.
+// What every tracker keeps whatever it tracks: the budget, the figures of its samples (the usage
+// at the last one, the peak, the peak of the frame, the over-budget count), the name, and its row
+// in the list of live trackers that print_budgets() walks. The list is intrusive (no allocation)
+// and guarded by one mutex, so that trackers on several threads may come and go while another
+// thread prints.
+//
+// A row joins the list while its tracker is still being built and leaves it while its tracker is
+// already being destroyed, so the printer reads only what the row keeps itself, never calling
+// into the tracker: the name under the list's lock, the figures as atomics. The figures of one
+// row are written by one thread at a time (the tracker's owner, or the thread holding the lock of
+// the Synchronized arena it tracks), so loads and stores suffice, with no read-modify-write.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -22,20 +30,23 @@ class BudgetRow {
   BudgetRow(const BudgetRow&) = delete;
   BudgetRow& operator=(const BudgetRow&) = delete;
 
-  [[nodiscard]] virtual std::size_t used() const = 0;
-
-  // The largest usage seen during this frame (at its calls and now); the next frame starts.
-  std::size_t end_frame() {
-    sample();
-    return std::exchange(frame_peak_, 0);
+  // Under the list's lock: a printer on another thread may be reading the name.
+  void set_name(const char* name) {
+    const std::lock_guard lock(list_mutex_);
+    name_.set(name);
   }
-
-  void set_name(const char* name) { name_.set(name); }
   [[nodiscard]] std::string_view name() const { return name_.view(); }
-  [[nodiscard]] std::size_t peak() const { return peak_; }
+  // The usage at the last sample, which print_budgets() shows. A printer that reads it first sees
+  // a peak at least as high: the peak is stored before it.
+  [[nodiscard]] std::size_t sampled_used() const {
+    return sampled_used_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] std::size_t peak() const { return peak_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::size_t budget() const { return budget_; }
   // How many times usage rose above the budget.
-  [[nodiscard]] std::size_t over_budget_count() const { return over_budget_count_; }
+  [[nodiscard]] std::size_t over_budget_count() const {
+    return over_budget_count_.load(std::memory_order_relaxed);
+  }
 
   // Calls f(row) for every live row, oldest first, under the list's lock.
   template <class F>
@@ -52,38 +63,42 @@ class BudgetRow {
     (last_ != nullptr ? last_->next_ : first_) = this;
     last_ = this;
   }
-  virtual ~BudgetRow() {
+  ~BudgetRow() {
     const std::lock_guard lock(list_mutex_);
     (previous_ != nullptr ? previous_->next_ : first_) = next_;
     (next_ != nullptr ? next_->previous_ : last_) = previous_;
   }
 
-  // Samples used(): peaks, and the callback each time usage rises above the budget.
-  void sample() {
-    const std::size_t used_now = used();
-    peak_ = std::max(peak_, used_now);
+  // Records a sample: the peaks, and a rise above the budget, counted; returns whether it rose.
+  // The caller then calls over_budget(), outside any lock it holds.
+  bool record(std::size_t used_now) {
+    peak_.store(std::max(peak(), used_now), std::memory_order_relaxed);
     frame_peak_ = std::max(frame_peak_, used_now);
-    const bool rose_over = used_now > budget_ && last_used_ <= budget_;
-    // Before the callback: one that allocates through this arena samples again, and must see
+    const std::size_t used_before = sampled_used_.load(std::memory_order_relaxed);
+    // Before the callback: one that allocates through the tracker samples again, and must see
     // this rise as seen.
-    last_used_ = used_now;
-    if (rose_over) {
-      ++over_budget_count_;
-      if (on_over_budget_) on_over_budget_(used_now, budget_);
-    }
+    sampled_used_.store(used_now, std::memory_order_release);
+    const bool rose_over = used_now > budget_ && used_before <= budget_;
+    if (rose_over) over_budget_count_.store(over_budget_count() + 1, std::memory_order_relaxed);
+    return rose_over;
   }
+  void over_budget(std::size_t used_now) const {
+    if (on_over_budget_) on_over_budget_(used_now, budget_);
+  }
+  // The largest usage recorded since the last call; the next frame starts.
+  std::size_t take_frame_peak() { return std::exchange(frame_peak_, 0); }
 
  private:
   static inline std::mutex list_mutex_;
   static inline BudgetRow* first_ = nullptr;
   static inline BudgetRow* last_ = nullptr;
 
-  std::size_t budget_;
-  OverBudget on_over_budget_;
-  std::size_t last_used_ = 0;
-  std::size_t peak_ = 0;
-  std::size_t frame_peak_ = 0;
-  std::size_t over_budget_count_ = 0;
+  const std::size_t budget_;
+  const OverBudget on_over_budget_;
+  std::atomic<std::size_t> sampled_used_{0};
+  std::atomic<std::size_t> peak_{0};
+  std::atomic<std::size_t> over_budget_count_{0};
+  std::size_t frame_peak_ = 0;  // the printer never reads it
   Name name_;
   BudgetRow* previous_ = nullptr;
   BudgetRow* next_ = nullptr;
