@@ -50,9 +50,15 @@ class Synchronized {
     const std::lock_guard lock(mutex_);
     return std::forward<F>(f)(arena_);
   }
+  // The same for f(const arena&): its queries (used(), peak(), capacity(), ...).
+  template <class F>
+  decltype(auto) with_lock(F&& f) const {
+    const std::lock_guard lock(mutex_);
+    return std::forward<F>(f)(std::as_const(arena_));
+  }
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   Arena arena_;
 };
 

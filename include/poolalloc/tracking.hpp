@@ -1,11 +1,12 @@
 // Tracked<Arena>: budget and peak tracking around any toolkit allocator (FixedPool, Pool<T>,
-// FrameAllocator, DoubleBufferedFrameAllocator, StackAllocator, PoolResource).
+// FrameAllocator, DoubleBufferedFrameAllocator, StackAllocator, PoolResource, and any of them
+// Synchronized: several threads may then share the tracker).
 //
 // Allocate through the tracker (allocate(), deallocate(), spawn() and despawn() are forwarded), or
 // free on the arena. The tracker samples the arena's bytes in use after every call made through
 // it, keeps the peak overall and per frame, and counts (and calls the over-budget callback) each
 // time usage rises above the budget. A tracker can carry a name (set_name); print_budgets()
-// prints a table of every live one.
+// prints a table of every live one. TrackedResource does the same for std::pmr containers.
 //
 //   Tracked tracked(frame, 64 * 1024, [](std::size_t used, std::size_t budget) { log(...); });
 //   ... tracked.allocate(n) ...
@@ -15,12 +16,14 @@
 
 #include <cstddef>
 #include <iomanip>
+#include <memory_resource>
 #include <ostream>
 #include <utility>
 
 #include "detail/budget_registry.hpp"
 #include "fixed_pool.hpp"
 #include "object_pool.hpp"
+#include "synchronized.hpp"
 
 namespace poolalloc {
 
@@ -39,6 +42,20 @@ template <class T>
 std::size_t bytes_in_use(const Pool<T>& pool) {
   return pool.size() * sizeof(T);
 }
+template <class Arena>
+std::size_t bytes_in_use(const Synchronized<Arena>& arena) {
+  return arena.with_lock([](const Arena& inner) { return bytes_in_use(inner); });
+}
+
+// Runs f(arena); over a Synchronized arena, f(its arena) under its lock.
+template <class Arena, class F>
+void with_arena(Arena& arena, F&& f) {
+  std::forward<F>(f)(arena);
+}
+template <class Arena, class F>
+void with_arena(Synchronized<Arena>& arena, F&& f) {
+  arena.with_lock(std::forward<F>(f));
+}
 }  // namespace detail
 
 template <class Arena>
@@ -46,40 +63,40 @@ class Tracked final : public detail::BudgetRow {
  public:
   Tracked(Arena& arena, std::size_t budget_bytes, OverBudget on_over_budget = {})
       : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(arena) {
-    sample();
+    call_and_sample([](auto&) {});
   }
 
   template <class... Args>
   requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
   [[nodiscard]] auto* allocate(Args&&... args) {
-    auto* result = arena_.allocate(std::forward<Args>(args)...);
-    sample();
+    decltype(arena_.allocate(std::forward<Args>(args)...)) result = nullptr;
+    call_and_sample([&](auto& arena) { result = arena.allocate(std::forward<Args>(args)...); });
     return result;
   }
   template <class... Args>
   requires requires(Arena& arena, Args&&... args) { arena.deallocate(std::forward<Args>(args)...); }
   void deallocate(Args&&... args) {
-    arena_.deallocate(std::forward<Args>(args)...);
-    sample();
+    call_and_sample([&](auto& arena) { arena.deallocate(std::forward<Args>(args)...); });
   }
   template <class... Args>
   requires requires(Arena& arena, Args&&... args) { arena.spawn(std::forward<Args>(args)...); }
   [[nodiscard]] auto* spawn(Args&&... args) {
-    auto* result = arena_.spawn(std::forward<Args>(args)...);
-    sample();
+    decltype(arena_.spawn(std::forward<Args>(args)...)) result = nullptr;
+    call_and_sample([&](auto& arena) { result = arena.spawn(std::forward<Args>(args)...); });
     return result;
   }
   template <class... Args>
   requires requires(Arena& arena, Args&&... args) { arena.despawn(std::forward<Args>(args)...); }
   void despawn(Args&&... args) {
-    arena_.despawn(std::forward<Args>(args)...);
-    sample();
+    call_and_sample([&](auto& arena) { arena.despawn(std::forward<Args>(args)...); });
   }
 
   // The largest usage seen during this frame (at its calls and now); the next frame starts.
   std::size_t end_frame() {
-    sample();
-    return take_frame_peak();
+    call_and_sample([](auto&) {});
+    std::size_t frame_peak = 0;
+    detail::with_arena(arena_, [&](auto&) { frame_peak = take_frame_peak(); });
+    return frame_peak;
   }
 
   // The arena's bytes in use now; print_budgets() shows them as of the last sample.
@@ -87,18 +104,73 @@ class Tracked final : public detail::BudgetRow {
   [[nodiscard]] Arena& arena() const { return arena_; }
 
  private:
-  void sample() {
-    const std::size_t used_now = used();
-    if (record(used_now)) over_budget(used_now);
+  // Runs call(arena) and samples the usage it leaves, both under the lock of a Synchronized
+  // arena: the samples of all threads follow their calls in order, and one thread at a time
+  // writes the figures. The callback runs after, outside that lock, free to use the tracker.
+  template <class Call>
+  void call_and_sample(Call&& call) {
+    std::size_t used_now = 0;
+    bool rose_over = false;
+    detail::with_arena(arena_, [&](auto& arena) {
+      std::forward<Call>(call)(arena);
+      used_now = detail::bytes_in_use(arena);
+      rose_over = record(used_now);
+    });
+    if (rose_over) over_budget(used_now);
   }
 
   Arena& arena_;
 };
 
-// One line per live Tracked arena, oldest first: name, bytes used at its last sample, peak, budget,
-// and how many times usage rose above the budget. The per-frame memory report of a debug overlay;
-// safe while trackers on other threads come, go and sample. The name column fits the longest name
-// a tracker keeps, so that every name leaves the columns aligned.
+// A std::pmr::memory_resource with a budget, so that pmr containers show in print_budgets(): it
+// forwards to any upstream resource (a PoolResource, a FrameResource, new_delete_resource(), a
+// monotonic_buffer_resource), counts the bytes requested through it and not yet deallocated, and
+// samples that count after each call as Tracked does. Single-threaded, as the toolkit's
+// allocators are; its upstream may be shared with other users.
+//
+//   poolalloc::TrackedResource ui_budget(&pool_resource, 64 * 1024);
+//   std::pmr::vector<Widget> widgets(&ui_budget);
+class TrackedResource final : public std::pmr::memory_resource, public detail::BudgetRow {
+ public:
+  TrackedResource(std::pmr::memory_resource* upstream, std::size_t budget_bytes,
+                  OverBudget on_over_budget = {})
+      : BudgetRow(budget_bytes, std::move(on_over_budget)), upstream_(upstream) {}
+
+  // The largest usage seen during this frame; the next frame starts.
+  std::size_t end_frame() {
+    sample(used());
+    return take_frame_peak();
+  }
+
+  // Bytes requested through this resource and not yet deallocated: every change is sampled.
+  [[nodiscard]] std::size_t used() const { return sampled_used(); }
+  [[nodiscard]] std::pmr::memory_resource* upstream() const { return upstream_; }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    void* p = upstream_->allocate(bytes, alignment);
+    sample(used() + bytes);
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    upstream_->deallocate(p, bytes, alignment);
+    sample(used() - bytes);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+
+  void sample(std::size_t used_now) {
+    if (record(used_now)) over_budget(used_now);
+  }
+
+  std::pmr::memory_resource* upstream_;
+};
+
+// One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used at its last
+// sample, peak, budget, and how many times usage rose above the budget. The per-frame memory report
+// of a debug overlay; safe while trackers on other threads come, go and sample. The name column
+// fits the longest name a tracker keeps, so that every name leaves the columns aligned.
 inline void print_budgets(std::ostream& out) {
   constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
   out << std::left << std::setw(name_width) << "arena" << std::right << std::setw(12) << "used"

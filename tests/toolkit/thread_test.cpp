@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <deque>
 #include <memory_resource>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -92,6 +94,18 @@ TEST(Synchronized, ForwardsAllocateAndDeallocate) {
   EXPECT_EQ(shared.with_lock([](poolalloc::FixedPool& pool) { return pool.used_count(); }), 0u);
 }
 
+TEST(Synchronized, WithLockOnAConstOneGivesTheArenaAsConst) {
+  poolalloc::Synchronized<poolalloc::Pool<int>> shared(4);
+  shared.despawn(shared.spawn(1));
+  (void)shared.spawn(2);
+  const auto& view = shared;
+  const std::size_t live = view.with_lock([](auto& pool) {
+    static_assert(std::is_const_v<std::remove_reference_t<decltype(pool)>>);
+    return pool.size();
+  });
+  EXPECT_EQ(live, 1u);
+}
+
 // A tracker's row joins the list while the tracker is being built and leaves it while it is
 // being destroyed: the printer must read nothing of the tracker but what its row keeps.
 TEST(PrintBudgets, IsSafeWhileAnotherThreadCreatesUsesAndDestroysTrackers) {
@@ -123,6 +137,35 @@ TEST(PrintBudgets, IsSafeWhileAnotherThreadCreatesUsesAndDestroysTrackers) {
   printed = true;
   churn.join();
   EXPECT_GT(rows, 0u);
+}
+
+// Each call and the sample after it are made under the arena's lock, so the tracker's figures
+// follow the calls of every thread in their order: its peak is the pool's own.
+TEST(Tracked, SharedByThreadsOverASynchronizedArenaKeepsFiguresThatAgree) {
+  poolalloc::Synchronized<poolalloc::Pool<std::uint64_t>> shared(kThreads * 100);
+  std::atomic<std::size_t> calls{0};
+  poolalloc::Tracked<poolalloc::Synchronized<poolalloc::Pool<std::uint64_t>>>* self = nullptr;
+  poolalloc::Tracked tracked(shared, 50 * sizeof(std::uint64_t), [&](std::size_t, std::size_t) {
+    (void)self->used();  // outside the lock, or this thread would take it twice
+    ++calls;
+  });
+  self = &tracked;
+  on_threads([&](int) {
+    std::vector<std::uint64_t*> mine;
+    for (int round = 0; round < 100; ++round) {
+      for (std::uint64_t i = 0; i < 100; ++i) mine.push_back(tracked.spawn(i));
+      for (std::uint64_t* p : mine) tracked.despawn(p);
+      mine.clear();
+    }
+  });
+  const std::size_t pool_peak =
+      shared.with_lock([](const poolalloc::Pool<std::uint64_t>& pool) { return pool.peak(); });
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.sampled_used(), 0u);
+  EXPECT_EQ(tracked.peak(), pool_peak * sizeof(std::uint64_t));
+  EXPECT_EQ(tracked.end_frame(), tracked.peak());
+  EXPECT_GE(calls, 1u);  // each thread's 100 objects alone are over the budget
+  EXPECT_EQ(tracked.over_budget_count(), calls.load());
 }
 
 }  // namespace

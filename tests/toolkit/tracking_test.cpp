@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory_resource>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@ using poolalloc::PoolResource;
 using poolalloc::StackAllocator;
 using poolalloc::StlAllocator;
 using poolalloc::Tracked;
+using poolalloc::TrackedResource;
 
 TEST(Tracked, ReportsThePeakOfEachFrame) {
   FrameAllocator frame(1024);
@@ -195,6 +197,49 @@ TEST(PrintBudgets, ShowsTheFiguresOfEachTrackersLastSample) {
   EXPECT_EQ(after.str(),
             "arena                                   used        peak      budget  over\n"
             "(unnamed)                                150         150        1024     0\n");
+}
+
+TEST(TrackedResource, ShowsPmrContainersInTheBudgetsWithFiguresThatAgree) {
+  PoolResource pool;
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  TrackedResource tracked(
+      &pool, 64, [&](std::size_t used, std::size_t budget) { calls.emplace_back(used, budget); });
+  tracked.set_name("ui");
+  {
+    std::pmr::vector<int> values(&tracked);
+    values.reserve(16);  // 64 bytes: at the budget is not over it
+    values.reserve(32);  // 128 more while the 64 are held, then the 64 go back
+    EXPECT_EQ(tracked.used(), 128u);
+    EXPECT_EQ(pool.used(), 128u);
+    EXPECT_EQ(tracked.peak(), 192u);
+    EXPECT_EQ(tracked.over_budget_count(), 1u);
+    EXPECT_EQ(calls, (std::vector<std::pair<std::size_t, std::size_t>>{{192, 64}}));
+    std::ostringstream out;
+    poolalloc::print_budgets(out);
+    EXPECT_EQ(out.str(),
+              "arena                                   used        peak      budget  over\n"
+              "ui                                       128         192          64     1\n");
+  }
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.end_frame(), 192u);
+  EXPECT_EQ(tracked.end_frame(), 0u);
+}
+
+TEST(TrackedResource, CountsTheBytesRequestedThroughItOverAnyUpstream) {
+  std::pmr::monotonic_buffer_resource monotonic;
+  FrameAllocator frame(1024);
+  poolalloc::FrameResource frame_resource(frame);
+  for (std::pmr::memory_resource* upstream :
+       {std::pmr::new_delete_resource(), static_cast<std::pmr::memory_resource*>(&monotonic),
+        static_cast<std::pmr::memory_resource*>(&frame_resource)}) {
+    TrackedResource tracked(upstream, 1024);
+    EXPECT_EQ(tracked.upstream(), upstream);
+    void* p = tracked.allocate(100, 8);
+    EXPECT_EQ(tracked.used(), 100u);
+    tracked.deallocate(p, 100, 8);  // counted as given back, whatever the upstream does with it
+    EXPECT_EQ(tracked.used(), 0u);
+    EXPECT_EQ(tracked.peak(), 100u);
+  }
 }
 
 }  // namespace
