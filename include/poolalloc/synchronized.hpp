@@ -8,6 +8,7 @@
 #pragma once
 
 #include <mutex>
+#include <ostream>
 #include <utility>
 
 namespace poolalloc {
@@ -55,6 +56,16 @@ class Synchronized {
   decltype(auto) with_lock(F&& f) const {
     const std::lock_guard lock(mutex_);
     return std::forward<F>(f)(std::as_const(arena_));
+  }
+
+  // The arena's line, printed under the lock.
+  friend std::ostream& operator<<(std::ostream& out, const Synchronized& synchronized) requires
+      requires(std::ostream& stream, const Arena& arena) {
+    stream << arena;
+  }
+  {
+    return synchronized.with_lock(
+        [&out](const Arena& arena) -> std::ostream& { return out << arena; });
   }
 
  private:

@@ -18,9 +18,11 @@
 #include <iomanip>
 #include <memory_resource>
 #include <ostream>
+#include <string_view>
 #include <utility>
 
 #include "detail/budget_registry.hpp"
+#include "detail/printing.hpp"
 #include "fixed_pool.hpp"
 #include "object_pool.hpp"
 #include "synchronized.hpp"
@@ -45,6 +47,17 @@ std::size_t bytes_in_use(const Pool<T>& pool) {
 template <class Arena>
 std::size_t bytes_in_use(const Synchronized<Arena>& arena) {
   return arena.with_lock([](const Arena& inner) { return bytes_in_use(inner); });
+}
+
+// `Tracked "bullets" (budget 65536 B): 0 B used, peak 8 B, over budget 0 times`: the figures as of
+// the last sample, as print_budgets() shows them.
+inline std::ostream& write_budget(std::ostream& out, std::string_view kind, const BudgetRow& row,
+                                  const void* self) {
+  const std::size_t used = row.sampled_used();  // before the peak, which is then at least as high
+  const std::size_t over = row.over_budget_count();
+  return write_title(out, kind, row.name(), self)
+         << " (budget " << row.budget() << " B): " << used << " B used, peak " << row.peak()
+         << " B, over budget " << over << (over == 1 ? " time" : " times");
 }
 
 // Runs f(arena); over a Synchronized arena, f(its arena) under its lock.
@@ -103,6 +116,14 @@ class Tracked final : public detail::BudgetRow {
   [[nodiscard]] std::size_t used() const { return detail::bytes_in_use(arena_); }
   [[nodiscard]] Arena& arena() const { return arena_; }
 
+  // The tracker's figures, then the arena's line: `Tracked "bullets" (budget 65536 B): 0 B used,
+  // peak 8 B, over budget 0 times; Pool "bullets" (object 8 B): ...`
+  friend std::ostream& operator<<(std::ostream& out, const Tracked& tracked) requires
+      requires(std::ostream& stream, const Arena& arena) {
+    stream << arena;
+  }
+  { return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << tracked.arena_; }
+
  private:
   // Runs call(arena) and samples the usage it leaves, both under the lock of a Synchronized
   // arena: the samples of all threads follow their calls in order, and one thread at a time
@@ -145,6 +166,11 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
   // Bytes requested through this resource and not yet deallocated: every change is sampled.
   [[nodiscard]] std::size_t used() const { return sampled_used(); }
   [[nodiscard]] std::pmr::memory_resource* upstream() const { return upstream_; }
+
+  // `TrackedResource "ui" (budget 65536 B): 1200 B used, peak 4096 B, over budget 0 times`
+  friend std::ostream& operator<<(std::ostream& out, const TrackedResource& tracked) {
+    return detail::write_budget(out, "TrackedResource", tracked, &tracked);
+  }
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {

@@ -106,6 +106,17 @@ TEST(Synchronized, WithLockOnAConstOneGivesTheArenaAsConst) {
   EXPECT_EQ(live, 1u);
 }
 
+TEST(Synchronized, PrintsItsArenasLineUnderTheLock) {
+  poolalloc::Synchronized<poolalloc::FixedPool> shared(64, 4);
+  shared.with_lock([](poolalloc::FixedPool& pool) { pool.set_name("shared"); });
+  (void)shared.allocate();
+  std::ostringstream arena_line;
+  shared.with_lock([&arena_line](const poolalloc::FixedPool& pool) { arena_line << pool; });
+  std::ostringstream out;
+  out << shared;
+  EXPECT_EQ(out.str(), arena_line.str());
+}
+
 // A tracker's row joins the list while the tracker is being built and leaves it while it is
 // being destroyed: the printer must read nothing of the tracker but what its row keeps.
 TEST(PrintBudgets, IsSafeWhileAnotherThreadCreatesUsesAndDestroysTrackers) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "address_text.hpp"
+
 #include <cstdint>
 #include <memory_resource>
 #include <sstream>
@@ -240,6 +242,40 @@ TEST(TrackedResource, CountsTheBytesRequestedThroughItOverAnyUpstream) {
     EXPECT_EQ(tracked.used(), 0u);
     EXPECT_EQ(tracked.peak(), 100u);
   }
+}
+
+TEST(Tracked, PrintsItsFiguresThenItsArenasLineInOneLine) {
+  Pool<std::uint64_t> pool(4);
+  pool.set_name("ids");
+  Tracked tracked(pool, 8);
+  tracked.set_name("id budget");
+  std::uint64_t* first = tracked.spawn(std::uint64_t{1});
+  (void)tracked.spawn(std::uint64_t{2});
+  tracked.despawn(first);
+  std::ostringstream arena_line;
+  arena_line << pool;
+  std::ostringstream out;
+  out << tracked;
+  EXPECT_EQ(out.str(),
+            "Tracked \"id budget\" (budget 8 B): 8 B used, peak 16 B, over budget 1 time; " +
+                arena_line.str());
+
+  Tracked unnamed(pool, 64);
+  std::ostringstream unnamed_out;
+  unnamed_out << unnamed;
+  EXPECT_EQ(unnamed_out.str(), "Tracked " + hex(&unnamed) +
+                                   " (budget 64 B): 8 B used, peak 8 B, over budget 0 times; " +
+                                   arena_line.str());
+}
+
+TEST(TrackedResource, PrintsItsFiguresInOneLine) {
+  TrackedResource tracked(std::pmr::new_delete_resource(), 64);
+  tracked.set_name("ui");
+  tracked.deallocate(tracked.allocate(100), 100);
+  std::ostringstream out;
+  out << tracked;
+  EXPECT_EQ(out.str(),
+            "TrackedResource \"ui\" (budget 64 B): 0 B used, peak 100 B, over budget 1 time");
 }
 
 }  // namespace
