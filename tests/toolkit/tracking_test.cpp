@@ -112,6 +112,44 @@ TEST(Tracked, WrapsStacksAndResourcesAndServesContainers) {
   EXPECT_GE(tracked.peak(), 10 * sizeof(int));
 }
 
+TEST(Tracked, CountsTheLiveObjectsOfAPoolAndTheLiveBlocksOfAFixedPoolOnly) {
+  Pool<std::uint64_t> pool(64);
+  Tracked tracked_pool(pool, 1024);
+  (void)tracked_pool.spawn(std::uint64_t{1});
+  EXPECT_EQ(tracked_pool.used(), sizeof(std::uint64_t));  // not the 63 free slots
+
+  FixedPool blocks(64, 8, 16, poolalloc::Growth::fixed, poolalloc::DebugChecks::on);
+  Tracked tracked_blocks(blocks, 1024);
+  (void)tracked_blocks.allocate();
+  EXPECT_EQ(tracked_blocks.used(), 64u);  // not the guard bytes around the block
+}
+
+TEST(Tracked, CountsTheAlignmentPaddingOfFramesAndStacks) {
+  FrameAllocator frame(1024);
+  Tracked tracked_frame(frame, 1024);
+  (void)tracked_frame.allocate(1, 1);
+  (void)tracked_frame.allocate(8, 8);
+  EXPECT_EQ(tracked_frame.used(), 16u);
+
+  StackAllocator stack(1024);
+  Tracked tracked_stack(stack, 1024);
+  (void)tracked_stack.allocate(1, 1);
+  (void)tracked_stack.allocate(8, 8);
+  EXPECT_EQ(tracked_stack.used(), 16u);
+}
+
+TEST(Tracked, CountsTheBytesRequestedOfAPoolResourceNotItsBlocks) {
+  PoolResource resource;
+  Tracked tracked(resource, 1 << 20);
+  void* small = tracked.allocate(9, 1);  // served by a 16-byte block
+  EXPECT_EQ(tracked.used(), 9u);
+  void* large = tracked.allocate(1000, 8);  // upstream
+  EXPECT_EQ(tracked.used(), 1009u);
+  tracked.deallocate(small, 9, 1);
+  tracked.deallocate(large, 1000, 8);
+  EXPECT_EQ(tracked.used(), 0u);
+}
+
 TEST(Tracked, WrapsADoubleBufferedFrameAllocator) {
   poolalloc::DoubleBufferedFrameAllocator frames(1024);
   Tracked tracked(frames, 256);
