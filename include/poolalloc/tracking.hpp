@@ -8,6 +8,9 @@
 // time usage rises above the budget. A tracker can carry a name (set_name); print_budgets()
 // prints a table of every live one. TrackedResource does the same for std::pmr containers.
 //
+// A tracker belongs to one thread, as its arena does; but print_budgets() may run on any thread,
+// and a Tracked over a Synchronized arena may be shared by threads.
+//
 //   Tracked tracked(frame, 64 * 1024, [](std::size_t used, std::size_t budget) { log(...); });
 //   ... tracked.allocate(n) ...
 //   log_peak(tracked.end_frame());
