@@ -59,7 +59,17 @@ TEST(LazyBlockList, DetectsCorruptedLink) {
   LazyBlockList list(memory.data(), 16, 4);
   void* a = list.allocate();
   list.deallocate(a);
-  static_cast<std::uint32_t*>(a)[0] = 3;  // a link to a block never handed out
+  static_cast<std::uint32_t*>(a)[0] = 3 * 16;  // a link to a block never handed out
+  EXPECT_FALSE(list.free_list_is_consistent());
+}
+
+TEST(LazyBlockList, DetectsLinkIntoTheMiddleOfABlock) {
+  std::vector<std::uint32_t> memory(4 * 4);
+  LazyBlockList list(memory.data(), 16, 4);
+  void* a = list.allocate();
+  ASSERT_NE(list.allocate(), nullptr);  // the block at offset 16
+  list.deallocate(a);
+  static_cast<std::uint32_t*>(a)[0] = 16 + 8;  // inside that block
   EXPECT_FALSE(list.free_list_is_consistent());
 }
 

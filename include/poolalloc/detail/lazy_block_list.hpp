@@ -6,7 +6,10 @@
 //   touches no block and costs the same for 1 K blocks as for 10 M.
 // - No loops: allocate and deallocate are a few loads and stores.
 // - Index links: a free block holds the 4-byte index of the next free block, so blocks need only
-//   4 bytes and the list cannot point outside its run.
+//   4 bytes and the list cannot point outside its run. The index is kept in bytes (the next
+//   block's offset from the run's start), so that following a link is an add, with no multiply
+//   in the chain of dependent loads that a random free order makes of consecutive allocations,
+//   and a deallocate needs no division.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +45,7 @@ class BlockDivider {
 
 class LazyBlockList {
  public:
-  static constexpr std::uint32_t kNoBlock = UINT32_MAX;
+  static constexpr std::uint32_t kNoBlock = UINT32_MAX;  // no block starts at this offset
   static constexpr std::size_t kMinBlockSize = sizeof(std::uint32_t);
 
   constexpr LazyBlockList() = default;
@@ -52,13 +55,14 @@ class LazyBlockList {
       : base_(static_cast<std::byte*>(base)),
         block_size_(block_size),
         block_count_(block_count),
+        bytes_(block_size * block_count),
         free_count_(block_count),
         divider_(block_size) {}
 
   // O(1): the head of the free list, else the next never-used block, else nullptr.
   [[nodiscard]] void* allocate() {
     if (free_head_ != kNoBlock) {
-      std::byte* block = block_at(free_head_);
+      std::byte* block = base_ + free_head_;
       std::memcpy(&free_head_, block, sizeof free_head_);
       --free_count_;
       return block;
@@ -73,7 +77,7 @@ class LazyBlockList {
   // O(1). The caller has checked contains() and on_block_boundary() where that matters.
   void deallocate(void* block) {
     std::memcpy(block, &free_head_, sizeof free_head_);
-    free_head_ = index_of(block);
+    free_head_ = offset_of(block);
     ++free_count_;
   }
 
@@ -81,12 +85,12 @@ class LazyBlockList {
   // the new blocks become never-used ones. block_size * block_count must still fit in 32 bits.
   void extend(std::uint32_t extra_blocks) {
     block_count_ += extra_blocks;
+    bytes_ = block_size_ * block_count_;
     free_count_ += extra_blocks;
   }
 
   [[nodiscard]] bool contains(const void* p) const {
-    return static_cast<std::size_t>(static_cast<const std::byte*>(p) - base_) <
-           std::size_t{block_size_} * block_count_;
+    return static_cast<std::size_t>(static_cast<const std::byte*>(p) - base_) < bytes_;
   }
   // Only meaningful for a pointer that contains() accepted.
   [[nodiscard]] bool on_block_boundary(const void* p) const {
@@ -104,13 +108,16 @@ class LazyBlockList {
     return base_ + std::size_t{index} * block_size_;
   }
 
-  // Walks the free list and checks that every link stays inside the handed-out blocks and that
+  // Walks the free list and checks that every link is the start of a handed-out block and that
   // the list has as many entries as the counters say. O(free blocks): for verification only.
   [[nodiscard]] bool free_list_is_consistent() const {
+    const std::size_t handed_out_bytes = std::size_t{block_size_} * initialised_;
     std::uint32_t listed = 0;
-    for (std::uint32_t i = free_head_; i != kNoBlock; ++listed) {
-      if (i >= initialised_ || listed > initialised_) return false;
-      std::memcpy(&i, block_at(i), sizeof i);
+    for (std::uint32_t offset = free_head_; offset != kNoBlock; ++listed) {
+      if (offset >= handed_out_bytes || !is_block_offset(offset) || listed > initialised_) {
+        return false;
+      }
+      std::memcpy(&offset, base_ + offset, sizeof offset);
     }
     return listed == free_count_ - (block_count_ - initialised_);
   }
@@ -131,13 +138,14 @@ class LazyBlockList {
   std::byte* base_ = nullptr;
   std::uint32_t block_size_ = 0;
   std::uint32_t block_count_ = 0;
+  std::uint32_t bytes_ = 0;        // block_size_ * block_count_
   std::uint32_t initialised_ = 0;  // blocks [0, initialised_) have been handed out at least once
   std::uint32_t free_count_ = 0;   // never-used blocks plus the free list's length
   BlockDivider divider_;
   // Kept away from free_count_: stored next to it, GCC merges the two stores into one 8-byte
   // vector store, and the next allocate's 4-byte load of free_head_ then waits for it to retire
   // (about 20% of a FixedPool allocate+free pair).
-  std::uint32_t free_head_ = kNoBlock;
+  std::uint32_t free_head_ = kNoBlock;  // the offset of the first free block
 };
 
 }  // namespace poolalloc::detail
