@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <set>
 #include <vector>
 
@@ -18,6 +20,27 @@ TEST(BlockDivider, MatchesDivisionForEveryClassLikeDivisor) {
       EXPECT_EQ(div.divides(n), n % d == 0) << n << " % " << d;
     }
   }
+}
+
+// Every distance from the run's start, near it and 2^32 bytes (a 32-bit offset's wrap) away.
+TEST(LazyBlockList, HoldsABlockOnlyWhereOneOfItsBlocksStarts) {
+  for (std::uint32_t size : {4u, 12u, 16u, 24u, 56u, 64u, 80u, 1792u}) {
+    std::vector<std::byte> memory(std::size_t{size} * 5);
+    const LazyBlockList list(memory.data(), size, 5);
+    const auto base = reinterpret_cast<std::uintptr_t>(memory.data());
+    for (std::uint64_t wrap : {0ull, 1ull << 32, 0ull - (1ull << 32)}) {
+      for (std::int64_t distance = -2 * std::int64_t{size}; distance < 7 * std::int64_t{size};
+           ++distance) {
+        const auto p =
+            reinterpret_cast<const void*>(base + wrap + static_cast<std::uint64_t>(distance));
+        const bool starts_a_block =
+            wrap == 0 && distance >= 0 && distance < 5 * std::int64_t{size} && distance % size == 0;
+        ASSERT_EQ(list.holds_block(p), starts_a_block)
+            << "size " << size << ", distance " << distance << ", wrap " << wrap;
+      }
+    }
+  }
+  EXPECT_FALSE(LazyBlockList().holds_block(nullptr));
 }
 
 TEST(LazyBlockList, HandsOutEveryBlockOnceThenNullptr) {

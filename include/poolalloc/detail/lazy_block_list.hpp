@@ -12,6 +12,7 @@
 //   and a deallocate needs no division.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -57,7 +58,9 @@ class LazyBlockList {
         block_count_(block_count),
         bytes_(block_size * block_count),
         free_count_(block_count),
-        divider_(block_size) {}
+        divider_(block_size),
+        odd_inverse_(inverse_of_odd(block_size >> std::countr_zero(block_size))),
+        twos_(std::countr_zero(block_size)) {}
 
   // O(1): the head of the free list, else the next never-used block, else nullptr.
   [[nodiscard]] void* allocate() {
@@ -89,6 +92,16 @@ class LazyBlockList {
     free_count_ += extra_blocks;
   }
 
+  // Whether a block of the run starts at p, for any pointer: one multiply, a rotate and a compare
+  // (Granlund and Montgomery's test of divisibility). The distance from the base times the
+  // inverse of the block size's odd factor, rotated right by the factor's power of two, is the
+  // block's index where the distance is a multiple of the block size, and at least
+  // 2^64 / block size (more than a run holds) where it is not.
+  [[nodiscard]] bool holds_block(const void* p) const {
+    const std::uint64_t distance =
+        reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base_);
+    return std::rotr(distance * odd_inverse_, twos_) < block_count_;
+  }
   [[nodiscard]] bool contains(const void* p) const {
     return static_cast<std::size_t>(static_cast<const std::byte*>(p) - base_) < bytes_;
   }
@@ -131,6 +144,14 @@ class LazyBlockList {
   [[nodiscard]] bool empty() const { return free_count_ == block_count_; }
 
  private:
+  // x such that x * odd = 1 modulo 2^64: odd * odd = 1 modulo 8, and each Newton step doubles
+  // the number of correct low bits (3, 6, 12, 24, 48, 96).
+  static constexpr std::uint64_t inverse_of_odd(std::uint64_t odd) {
+    std::uint64_t inverse = odd;
+    for (int step = 0; step < 5; ++step) inverse *= 2 - odd * inverse;
+    return inverse;
+  }
+
   [[nodiscard]] std::uint32_t offset_of(const void* p) const {
     return static_cast<std::uint32_t>(static_cast<const std::byte*>(p) - base_);
   }
@@ -142,6 +163,8 @@ class LazyBlockList {
   std::uint32_t initialised_ = 0;  // blocks [0, initialised_) have been handed out at least once
   std::uint32_t free_count_ = 0;   // never-used blocks plus the free list's length
   BlockDivider divider_;
+  std::uint64_t odd_inverse_ = 0;  // of the block size's odd factor
+  int twos_ = 0;                   // the block size's power-of-two factor, as an exponent
   // Kept away from free_count_: stored next to it, GCC merges the two stores into one 8-byte
   // vector store, and the next allocate's 4-byte load of free_head_ then waits for it to retire
   // (about 20% of a FixedPool allocate+free pair).
