@@ -81,17 +81,10 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  // Destroys the live objects in slot order, each once, even when a destructor despawns other
-  // objects of the pool (a parent holding its child's UniquePtr): each slot is released before
-  // its destructor runs, and a despawn of an object the pool destroyed already does nothing.
+  // Destroys the live objects as clear() does, then frees the pool's memory.
   ~Pool() {
     if (debug_ && size() > 0) report_live_objects();
-    destroying_ = true;
-    free_.for_each_used([this](std::uint32_t slot) {
-      free_.release(slot);
-      --size_;
-      address_of(slot)->~T();
-    });
+    clear();
     for (const Chunk& chunk : chunks_) {
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
     }
@@ -110,8 +103,11 @@ class Pool {
     }
     if (debug_) [[unlikely]]
       check_untouched_since_despawn(slot);
-    T* object = construct_in(slot, std::forward<Args>(args)...);
+    // The generation moves first, so that handle_of(this) in the constructor gives the handle
+    // that spawn's object has; a constructor that throws leaves it moved, so that such a handle
+    // never resolves.
     handles_.spawned(slot);
+    T* object = construct_in(slot, std::forward<Args>(args)...);
     note_spawned();
     return object;
   }
@@ -122,17 +118,34 @@ class Pool {
     if (object == nullptr) return;
     const std::uint32_t slot = slot_of_object(object, "despawn");
     if (free_.is_free(slot)) [[unlikely]] {
-      if (destroying_) return;  // destroyed by ~Pool already, before the despawning destructor
+      if (destroying_) return;  // destroyed by clear() already, before the despawning destructor
       fail_object("despawn", object, ", which is not alive");
     }
     destroy_slot(slot);
   }
 
-  // A stale handle, or one of another pool, is reported and aborts.
+  // A default handle is ignored, like nullptr; a stale handle, or one of another pool, is reported
+  // and aborts.
   void despawn(Handle<T> handle) {
+    if (handle == Handle<T>()) return;
     const std::uint32_t slot = slot_of(handle);
-    if (slot == detail::SlotBitmap::kNone) fail_handle("despawn", handle);
+    if (slot == detail::SlotBitmap::kNone) [[unlikely]] {
+      if (destroying_) return;  // as despawn(T*)
+      fail_handle("despawn", handle);
+    }
     destroy_slot(slot);
+  }
+
+  // Destroys every live object, in slot order, each once. A destructor may despawn other objects
+  // of the pool, by pointer or by handle (one destroyed already is ignored), and may spawn: what
+  // it spawns is destroyed too before clear() returns, so the pool is empty then (and a
+  // destructor that always spawns never lets it return).
+  void clear() {
+    const bool outer = std::exchange(destroying_, true);
+    while (size_ > 0) {
+      free_.for_each_used([this](std::uint32_t slot) { destroy_slot(slot); });
+    }
+    destroying_ = outer;
   }
 
   // Empty when the pool is full.
@@ -228,11 +241,20 @@ class Pool {
     }
   };
 
+  // All or nothing: false, and the pool as it was, when any of the memory cannot be had.
   bool add_chunk(std::size_t count) {
     if (count == 0 || count > detail::SlotBitmap::kNone - 1 - capacity()) return false;
     void* memory = ::operator new (count * sizeof(T), std::align_val_t{alignof(T)}, std::nothrow);
     if (memory == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
+    try {
+      chunks_.reserve(chunks_.size() + 1);
+      free_.reserve(slots);
+      handles_.reserve(slots);
+    } catch (const std::bad_alloc&) {
+      ::operator delete (memory, std::align_val_t{alignof(T)});
+      return false;
+    }
     chunks_.push_back({static_cast<T*>(memory), free_.size(), slots});
     first_chunk_ = chunks_.front();
     free_.add_free_slots(slots);
@@ -252,16 +274,27 @@ class Pool {
     return chunk->slots + (slot - chunk->first);
   }
 
+  // T(args...), or T{args...} for an aggregate where the compiler has no parenthesised aggregate
+  // initialisation (clang before 16).
+  template <class... Args>
+  static T* construct_at(void* memory, Args&&... args) {
+    if constexpr (std::is_constructible_v<T, Args&&...>) {
+      return ::new (memory) T(std::forward<Args>(args)...);
+    } else {
+      return ::new (memory) T{std::forward<Args>(args)...};
+    }
+  }
+
   // Constructs a T in slot `slot`, which the caller has taken. If the constructor throws, the
   // slot is free again (with its fill pattern under debug checks) and the exception propagates.
   template <class... Args>
   T* construct_in(std::uint32_t slot, Args&&... args) {
     void* memory = address_of(slot);
     if constexpr (std::is_nothrow_constructible_v<T, Args&&...>) {
-      return ::new (memory) T(std::forward<Args>(args)...);
+      return construct_at(memory, std::forward<Args>(args)...);
     } else {
       try {
-        return ::new (memory) T(std::forward<Args>(args)...);
+        return construct_at(memory, std::forward<Args>(args)...);
       } catch (...) {
         if (debug_) fill_freed(slot);
         free_.release(slot);

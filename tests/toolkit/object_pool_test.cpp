@@ -70,6 +70,22 @@ TEST(Pool, SpawnForwardsArgumentsToTheConstructor) {
   EXPECT_EQ(pool.size(), 0u);
 }
 
+// No constructor: spawn(args...) initialises it with braces where parentheses would not do (clang
+// before 16 has no parenthesised aggregate initialisation).
+struct Aggregate {
+  int id;
+  float weight;
+};
+
+TEST(Pool, SpawnInitialisesAnAggregateFromItsArguments) {
+  Pool<Aggregate> pool(4);
+  Aggregate* object = pool.spawn(7, 2.5f);
+  ASSERT_NE(object, nullptr);
+  EXPECT_EQ(object->id, 7);
+  EXPECT_EQ(object->weight, 2.5f);
+  pool.despawn(object);
+}
+
 TEST(Pool, DespawnRunsTheDestructorAndIgnoresNullptr) {
   Pool<Counted> pool(4);
   Counted* a = pool.spawn(1);

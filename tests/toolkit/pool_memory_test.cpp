@@ -16,7 +16,11 @@ namespace {
 std::size_t live_bytes = 0;
 constexpr std::size_t kHeader = 2 * sizeof(std::size_t);
 
+// The allocation that many allocations from now fails (1: the next one); 0: none fails.
+std::size_t fail_in = 0;
+
 void* take(std::size_t bytes, std::size_t alignment) {
+  if (fail_in != 0 && --fail_in == 0) return nullptr;
   alignment = std::max(alignment, kHeader);
   void* base = nullptr;
   if (posix_memalign(&base, alignment, alignment + bytes) != 0) return nullptr;
@@ -99,6 +103,53 @@ TEST(PoolMemory, AGrownPoolSpendsTwelveBytesAndOneBitPerSlotBesideItsSlots) {
   ASSERT_EQ(pool.capacity(), 12800u);  // 100, 100, 200, ... 6400
   const std::size_t beside = live_bytes - before - pool.capacity() * sizeof(Particle);
   EXPECT_LE(beside, promised_beside_the_slots(pool.capacity(), pool.chunk_count()));
+}
+
+// Fails each allocation of the pool's in turn, the first (its slots) to the last (its tables), and
+// finds the pool all or nothing: no exception, no memory kept.
+TEST(PoolMemory, APoolThatCannotHaveItsMemoryHasCapacityZeroAndKeepsNone) {
+  for (std::size_t failing = 1;; ++failing) {
+    const std::size_t before = live_bytes;
+    fail_in = failing;
+    {
+      Pool<Particle> pool(1000);
+      const bool failed = fail_in == 0;
+      fail_in = 0;
+      if (!failed) {
+        EXPECT_EQ(pool.capacity(), 1000u);
+        EXPECT_GT(failing, 1u);
+        break;
+      }
+      EXPECT_EQ(pool.capacity(), 0u) << "allocation " << failing << " failed";
+      EXPECT_EQ(pool.spawn(), nullptr);
+    }
+    EXPECT_EQ(live_bytes, before) << "allocation " << failing << " failed";
+  }
+}
+
+TEST(PoolMemory, AGrowablePoolThatCannotGrowReturnsNullptrAndGrowsLater) {
+  for (std::size_t failing = 1;; ++failing) {
+    const std::size_t before = live_bytes;
+    {
+      Pool<Particle> pool(64, Growth::growable);
+      for (int i = 0; i < 64; ++i) ASSERT_NE(pool.spawn(), nullptr);
+      fail_in = failing;
+      Particle* spawned = pool.spawn();
+      const bool failed = fail_in == 0;
+      fail_in = 0;
+      if (!failed) {
+        EXPECT_NE(spawned, nullptr);
+        EXPECT_GT(failing, 1u);
+        break;
+      }
+      EXPECT_EQ(spawned, nullptr) << "allocation " << failing << " failed";
+      EXPECT_EQ(pool.capacity(), 64u);
+      EXPECT_NE(pool.spawn(), nullptr);  // the memory is there again
+      EXPECT_EQ(pool.capacity(), 128u);
+      EXPECT_EQ(pool.size(), 65u);
+    }
+    EXPECT_EQ(live_bytes, before) << "allocation " << failing << " failed";
+  }
 }
 
 }  // namespace

@@ -30,16 +30,24 @@ class HandleTable {
 
   HandleTable() : seed_(mix(tables_made_.fetch_add(1, std::memory_order_relaxed))) {}
 
-  // Slots [size(), size() + count) join, each holding the id of the same number. The tables
-  // take exactly the room they need (12 bytes a slot): push_back alone would double them.
+  // Takes the memory that add_slots(count) needs; throws std::bad_alloc (and changes nothing else)
+  // when it cannot be had. Exactly the room needed (12 bytes a slot): push_back alone would double
+  // it.
+  void reserve(std::uint32_t count) {
+    by_slot_.reserve(std::size_t{size_} + count);
+    slot_of_id_.reserve(std::size_t{size_} + count);
+  }
+
+  // Slots [size, size + count) join, each new one holding the id of the same number. Allocates
+  // only what reserve(count) did not.
   void add_slots(std::uint32_t count) {
-    const auto first = static_cast<std::uint32_t>(by_slot_.size());
-    by_slot_.reserve(std::size_t{first} + count);
-    slot_of_id_.reserve(std::size_t{first} + count);
-    for (std::uint32_t slot = first; slot < first + count; ++slot) {
+    reserve(count);
+    const std::uint32_t end = size_ + count;
+    for (auto slot = static_cast<std::uint32_t>(by_slot_.size()); slot < end; ++slot) {
       by_slot_.push_back({slot, seed_});
       slot_of_id_.push_back(slot);
     }
+    size_ = end;
   }
 
   // A new object in `slot`: handles taken of the slot's earlier objects stop matching.
@@ -52,7 +60,7 @@ class HandleTable {
   [[nodiscard]] std::uint32_t slot_of(Key key) const {
     if (key.id >= slot_of_id_.size()) return kNone;
     const std::uint32_t slot = slot_of_id_[key.id];
-    return by_slot_[slot].generation == key.generation ? slot : kNone;
+    return slot < size_ && by_slot_[slot].generation == key.generation ? slot : kNone;
   }
 
   // The object of slot `from` moved to slot `to`: the two slots trade ids and generations.
@@ -76,8 +84,11 @@ class HandleTable {
 
   static inline std::atomic<std::uint32_t> tables_made_{0};
 
+  // Entries beyond size_ are of slots that a shrink took away: they keep their ids and generations
+  // for when the slots come back, so that a handle of an object that lived there stays stale.
   std::vector<Key> by_slot_;
   std::vector<std::uint32_t> slot_of_id_;
+  std::uint32_t size_ = 0;
   std::uint32_t seed_;
 };
 

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace poolalloc::detail {
@@ -19,12 +20,38 @@ class SlotBitmap {
  public:
   static constexpr std::uint32_t kNone = UINT32_MAX;
 
-  // Slots [size(), size() + count) join as free slots. The words take exactly the room they
-  // need (one bit a slot): resize alone may double them.
+  // Without slots it holds no memory. A move leaves `other` without slots.
+  SlotBitmap() = default;
+  SlotBitmap(SlotBitmap&& other) noexcept { *this = std::move(other); }
+  SlotBitmap& operator=(SlotBitmap&& other) noexcept {
+    storage_ = std::exchange(other.storage_, {});
+    summary_ = std::exchange(other.summary_, {});
+    size_ = std::exchange(other.size_, 0);
+    first_word_ = std::exchange(other.first_word_, 0);
+    words_ = storage_.empty() ? &no_words_ : storage_.data();
+    other.words_ = &no_words_;
+    return *this;
+  }
+  SlotBitmap(const SlotBitmap&) = delete;
+  SlotBitmap& operator=(const SlotBitmap&) = delete;
+  ~SlotBitmap() = default;
+
+  // Takes the memory that add_free_slots(count) needs; throws std::bad_alloc (and changes nothing
+  // else) when it cannot be had. Exactly the room needed (one bit a slot): resize alone may double
+  // it.
+  void reserve(std::uint32_t count) {
+    const std::size_t words = words_for(std::size_t{size_} + count);
+    storage_.reserve(words + 1);  // the last word: the zero sentinel
+    summary_.reserve((words + 63) / 64);
+  }
+
+  // Slots [size(), size() + count) join as free slots. Allocates only what reserve(count) did not.
   void add_free_slots(std::uint32_t count) {
+    reserve(count);
     const std::uint32_t end = size_ + count;
-    resize_exactly(words_, (std::size_t{end} + 63) / 64 + 1);  // the last word: the zero sentinel
-    resize_exactly(summary_, (word_count() + 63) / 64);
+    storage_.resize(words_for(end) + 1);
+    words_ = storage_.data();
+    summary_.resize((words_for(end) + 63) / 64);
     for (std::uint32_t slot = size_; slot < end; ++slot) release(slot);
     size_ = end;
   }
@@ -108,13 +135,10 @@ class SlotBitmap {
     return count >= 64 ? ~std::uint64_t{0} : bit(count) - 1;
   }
 
-  static void resize_exactly(std::vector<std::uint64_t>& words, std::size_t count) {
-    words.reserve(count);
-    words.resize(count);
-  }
+  static constexpr std::size_t words_for(std::size_t slots) { return (slots + 63) / 64; }
 
   [[nodiscard]] std::uint32_t word_count() const {
-    return static_cast<std::uint32_t>(words_.size() - 1);
+    return static_cast<std::uint32_t>(words_for(size_));
   }
 
   // The lowest word with a free slot, or word_count(). None lies below first_word_.
@@ -127,8 +151,12 @@ class SlotBitmap {
   }
 
   // One bit per slot, then a zero word: the sentinel that first_word_ points at when every slot
-  // is used, so that finding the lowest free slot needs no bounds check.
-  std::vector<std::uint64_t> words_ = std::vector<std::uint64_t>(1);
+  // is used, so that finding the lowest free slot needs no bounds check. words_ points at
+  // storage_, or at no_words_ (a sentinel alone, never written) while there are no slots, so that
+  // a bitmap without slots needs no memory.
+  static constinit inline std::uint64_t no_words_ = 0;
+  std::vector<std::uint64_t> storage_;
+  std::uint64_t* words_ = &no_words_;
   std::vector<std::uint64_t> summary_;
   std::uint32_t size_ = 0;
   std::uint32_t first_word_ = 0;  // no word below it has a free slot

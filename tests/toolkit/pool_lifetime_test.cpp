@@ -1,0 +1,124 @@
+// Pool<T>: objects whose constructors and destructors use their own pool, and the pool's end.
+#include <poolalloc/object_pool.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace {
+
+using poolalloc::Handle;
+using poolalloc::Pool;
+
+// A shell that leaves a fragment in its pool when it dies, as long as it has fragments left.
+struct Shell {
+  static inline int built = 0;
+  static inline int destroyed = 0;
+  static inline int built_over_the_dying = 0;  // spawns that got the dying shell's own slot
+  Shell(Pool<Shell>& pool, int fragments) : pool(pool), fragments(fragments) { ++built; }
+  ~Shell() {
+    ++destroyed;
+    if (fragments > 0 && pool.spawn(pool, fragments - 1) == this) ++built_over_the_dying;
+  }
+  Pool<Shell>& pool;
+  int fragments;
+};
+
+TEST(PoolLifetime, DestroyingThePoolDestroysWhatItsDestructorsSpawn) {
+  Shell::built = Shell::destroyed = Shell::built_over_the_dying = 0;
+  {
+    Pool<Shell> pool(8);
+    (void)pool.spawn(pool, 2);  // leaves a fragment that leaves a fragment
+    (void)pool.spawn(pool, 0);
+  }
+  EXPECT_EQ(Shell::built, 4);
+  EXPECT_EQ(Shell::destroyed, 4);
+  EXPECT_EQ(Shell::built_over_the_dying, 0);
+}
+
+TEST(PoolLifetime, ClearDestroysEveryObjectAndWhatItsDestructorsSpawn) {
+  Shell::built = Shell::destroyed = Shell::built_over_the_dying = 0;
+  Pool<Shell> pool(8);
+  (void)pool.spawn(pool, 0);
+  (void)pool.spawn(pool, 3);
+  pool.clear();
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_EQ(Shell::built, 5);
+  EXPECT_EQ(Shell::destroyed, 5);
+  EXPECT_EQ(Shell::built_over_the_dying, 0);
+  EXPECT_EQ(pool.capacity(), 8u);
+  EXPECT_NE(pool.spawn(pool, 0), nullptr);  // the pool goes on
+}
+
+// A parent that owns its child through a handle.
+struct Parent {
+  explicit Parent(Pool<Parent>& pool) : pool(pool) {}
+  ~Parent() {
+    ++destroyed;
+    pool.despawn(child);
+  }
+  static inline int destroyed = 0;
+  Pool<Parent>& pool;
+  Handle<Parent> child;
+};
+
+TEST(PoolLifetime, DestroyingThePoolDestroysEachObjectOnceWhenObjectsOwnOthersByHandle) {
+  Parent::destroyed = 0;
+  {
+    Pool<Parent> pool(4);
+    Parent* placeholder = pool.spawn(pool);
+    Parent* parent = pool.spawn(pool);  // slot 1
+    pool.despawn(placeholder);
+    parent->child = pool.handle_of(pool.spawn(pool));  // slot 0: the walk meets the child first
+  }
+  EXPECT_EQ(Parent::destroyed, 3);  // the placeholder, then the child and the parent once each
+}
+
+TEST(PoolLifetime, ClearDestroysEachObjectOnceWhenObjectsOwnOthersByHandle) {
+  Parent::destroyed = 0;
+  Pool<Parent> pool(4);
+  Parent* parent = pool.spawn(pool);
+  parent->child = pool.handle_of(pool.spawn(pool));  // slot 1: the walk meets the parent first
+  Parent* child = pool.get(parent->child);
+  child->child = pool.handle_of(pool.spawn(pool));
+  pool.clear();
+  EXPECT_EQ(Parent::destroyed, 3);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST(PoolLifetime, DespawnOfADefaultHandleIsIgnored) {
+  Pool<Parent> pool(4);
+  Parent* parent = pool.spawn(pool);
+  pool.despawn(Handle<Parent>{});
+  EXPECT_EQ(pool.size(), 1u);
+  pool.despawn(parent);  // its child handle is the default one
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+// Takes its own handle in its constructor, as an entity registering itself does.
+struct SelfAware {
+  SelfAware(Pool<SelfAware>& pool, Handle<SelfAware>* out, bool fail) : self(pool.handle_of(this)) {
+    if (out != nullptr) *out = self;
+    if (fail) throw std::runtime_error("constructor failed");
+  }
+  Handle<SelfAware> self;
+};
+
+TEST(PoolLifetime, AHandleTakenInTheConstructorResolvesOnceSpawnReturns) {
+  Pool<SelfAware> pool(4);
+  SelfAware* object = pool.spawn(pool, nullptr, false);
+  EXPECT_EQ(pool.get(object->self), object);
+  EXPECT_EQ(pool.handle_of(object), object->self);
+}
+
+TEST(PoolLifetime, AHandleTakenInAConstructorThatThrowsNeverResolves) {
+  Pool<SelfAware> pool(1);
+  Handle<SelfAware> failed;
+  EXPECT_THROW((void)pool.spawn(pool, &failed, true), std::runtime_error);
+  EXPECT_EQ(pool.get(failed), nullptr);
+  SelfAware* object = pool.spawn(pool, nullptr, false);  // the same slot
+  EXPECT_EQ(pool.get(failed), nullptr);
+  EXPECT_EQ(pool.get(object->self), object);
+}
+
+}  // namespace
