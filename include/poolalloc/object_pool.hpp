@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <ostream>
@@ -65,7 +66,16 @@ class Handle {
 
 template <class T>
 class Pool {
+  template <class V>
+  class BasicIterator;
+
  public:
+  // Forward iterators over the live objects, in for_each's order and with its rules: the loop may
+  // despawn the object it stands at, or others (one despawned before the walk reaches it is not
+  // visited). Any other change to the pool (spawn, compact, shrink, a move) invalidates them.
+  using iterator = BasicIterator<T>;
+  using const_iterator = BasicIterator<const T>;
+
   struct Despawner {
     Pool* pool;
     void operator()(T* object) const { pool->despawn(object); }
@@ -179,6 +189,13 @@ class Pool {
     free_.for_each_used([&](std::uint32_t slot) { f(std::as_const(*address_of(slot))); });
   }
 
+  [[nodiscard]] iterator begin() { return iterator(this, free_.first_used()); }
+  [[nodiscard]] iterator end() { return iterator(); }
+  [[nodiscard]] const_iterator begin() const { return const_iterator(this, free_.first_used()); }
+  [[nodiscard]] const_iterator end() const { return const_iterator(); }
+  [[nodiscard]] const_iterator cbegin() const { return begin(); }
+  [[nodiscard]] const_iterator cend() const { return end(); }
+
   // Moves the highest live objects into the lowest free slots (move-construct, then destroy the
   // source) until the live objects fill the slots [0, size()). Handles stay valid; pointers to
   // moved objects do not: moved(from, to) is called for each, where `from` is already destroyed
@@ -227,6 +244,47 @@ class Pool {
 
  private:
   static constexpr std::size_t kFirstGrowth = 64;
+
+  // V is T or const T. An end iterator stands at slot kNone, whatever its pool.
+  template <class V>
+  class BasicIterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = std::remove_const_t<V>;
+    using difference_type = std::ptrdiff_t;
+    using pointer = V*;
+    using reference = V&;
+
+    BasicIterator() = default;
+    // iterator -> const_iterator
+    operator BasicIterator<const T>() const requires(!std::is_const_v<V>) {
+      return BasicIterator<const T>(pool_, walk_);
+    }
+
+    reference operator*() const { return *pool_->address_of(walk_.slot); }
+    pointer operator->() const { return pool_->address_of(walk_.slot); }
+    BasicIterator& operator++() {
+      pool_->free_.step(walk_);
+      return *this;
+    }
+    BasicIterator operator++(int) {
+      BasicIterator before = *this;
+      ++*this;
+      return before;
+    }
+    friend bool operator==(const BasicIterator& a, const BasicIterator& b) {
+      return a.walk_.slot == b.walk_.slot;
+    }
+
+   private:
+    friend class Pool;
+    template <class>
+    friend class BasicIterator;
+    BasicIterator(const Pool* pool, detail::SlotBitmap::Walk walk) : pool_(pool), walk_(walk) {}
+
+    const Pool* pool_ = nullptr;
+    detail::SlotBitmap::Walk walk_;
+  };
 
   struct Chunk {
     T* slots;

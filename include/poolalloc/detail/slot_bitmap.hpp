@@ -106,22 +106,36 @@ class SlotBitmap {
     return kNone;
   }
 
-  // The lowest used slot at or above `from`, or kNone. O(words scanned).
-  [[nodiscard]] std::uint32_t next_used(std::uint32_t from) const {
-    for (std::uint32_t word = from / 64; word < word_count(); ++word) {
-      std::uint64_t used = ~words_[word] & below(size_ - word * 64);
-      if (word == from / 64) used &= ~below(from % 64);
-      if (used != 0) return word * 64 + static_cast<std::uint32_t>(std::countr_zero(used));
+  // A walk over the used slots in ascending order: the slot it stands at (kNone past the last),
+  // its word, and the used slots above it in that word, as the walk last read them. The word is
+  // kept apart from the slot so that reading it again waits for no computation of the slot: a
+  // step costs about 2 cycles of latency where it cost 10.
+  struct Walk {
+    std::uint32_t slot = kNone;
+    std::uint32_t word = 0;
+    std::uint64_t ahead = 0;
+  };
+
+  [[nodiscard]] Walk first_used() const { return walk_from(0); }
+
+  // Moves `walk` on to the next used slot. Each word is read once for all its slots, and again
+  // at each step (one load, in L1), so that a slot released since the walk read it is skipped;
+  // a slot taken since may or may not be visited.
+  void step(Walk& walk) const {
+    walk.ahead &= ~words_[walk.word];
+    if (walk.ahead == 0) {
+      walk = walk_from(walk.word + 1);
+      return;
     }
-    return kNone;
+    walk.slot = walk.word * 64 + static_cast<std::uint32_t>(std::countr_zero(walk.ahead));
+    walk.ahead &= walk.ahead - 1;
   }
 
-  // Calls f(slot) for every used slot, in ascending order. The bitmap is read again after each
-  // call, so f may release the slot it is given or any other: a slot released before the walk
-  // reaches it is not visited.
+  // Calls f(slot) for every used slot, in ascending order. f may release the slot it is given or
+  // any other: a slot released before the walk reaches it is not visited.
   template <class F>
   void for_each_used(F&& f) const {
-    for (std::uint32_t slot = next_used(0); slot != kNone; slot = next_used(slot + 1)) f(slot);
+    for (Walk walk = first_used(); walk.slot != kNone; step(walk)) f(walk.slot);
   }
 
   [[nodiscard]] std::uint32_t size() const { return size_; }
@@ -139,6 +153,18 @@ class SlotBitmap {
 
   [[nodiscard]] std::uint32_t word_count() const {
     return static_cast<std::uint32_t>(words_for(size_));
+  }
+
+  // The walk at the first used slot of word `word` or above.
+  [[nodiscard]] Walk walk_from(std::uint32_t word) const {
+    for (; word < word_count(); ++word) {
+      const std::uint64_t used = ~words_[word] & below(size_ - word * 64);
+      if (used != 0) {
+        const auto slot = word * 64 + static_cast<std::uint32_t>(std::countr_zero(used));
+        return {slot, word, used & (used - 1)};
+      }
+    }
+    return {};
   }
 
   // The lowest word with a free slot, or word_count(). None lies below first_word_.
