@@ -224,6 +224,24 @@ class Pool {
     return compact([](T*, T*) {});
   }
 
+  // As FixedPool's: gives back the trailing chunks, all but the first, that hold no live object,
+  // and returns the bytes of their slots (the bitmap and the handle table keep their room, for
+  // when the pool grows again). Handles of objects that lived there stay stale. O(capacity / 64).
+  std::size_t shrink() {
+    const std::uint32_t highest = free_.highest_used_below(free_.size());
+    std::size_t released = 0;
+    while (chunks_.size() > 1 &&
+           (highest == detail::SlotBitmap::kNone || highest < chunks_.back().first)) {
+      const Chunk& chunk = chunks_.back();
+      released += std::size_t{chunk.count} * sizeof(T);
+      free_.remove_slots_from(chunk.first);
+      handles_.remove_slots_from(chunk.first);
+      ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
+      chunks_.pop_back();
+    }
+    return released;
+  }
+
   void set_name(const char* name) { name_.set(name); }
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 

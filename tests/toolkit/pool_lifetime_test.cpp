@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <vector>
 
 namespace {
 
+using poolalloc::Growth;
 using poolalloc::Handle;
 using poolalloc::Pool;
 
@@ -119,6 +121,48 @@ TEST(PoolLifetime, AHandleTakenInAConstructorThatThrowsNeverResolves) {
   SelfAware* object = pool.spawn(pool, nullptr, false);  // the same slot
   EXPECT_EQ(pool.get(failed), nullptr);
   EXPECT_EQ(pool.get(object->self), object);
+}
+
+struct Small {
+  int value = 0;
+};
+
+TEST(PoolShrink, GivesBackTheTrailingChunksWithNoLiveObjectAndGrowsAgain) {
+  Pool<Small> pool(16, Growth::growable);
+  std::vector<Small*> all;
+  for (int i = 0; i < 100; ++i) all.push_back(pool.spawn(Small{i}));
+  ASSERT_EQ(pool.capacity(), 128u);  // 16, 16, 32, 64
+  for (int i = 20; i < 100; ++i) pool.despawn(all[i]);
+  EXPECT_EQ(pool.shrink(),
+            96 * sizeof(Small));  // the chunks of 64 and 32: slot 19 is in the second
+  EXPECT_EQ(pool.capacity(), 32u);
+  EXPECT_EQ(pool.chunk_count(), 2u);
+  EXPECT_EQ(pool.size(), 20u);
+  for (int i = 20; i < 100; ++i) ASSERT_NE(pool.spawn(Small{i}), nullptr);
+  EXPECT_EQ(pool.capacity(), 128u);
+  int expected = 0;
+  for (Small& s : pool) ASSERT_EQ(s.value, expected++);
+  EXPECT_EQ(pool.shrink(), 0u);
+}
+
+TEST(PoolShrink, KeepsTheFirstChunk) {
+  Pool<Small> pool(16);
+  EXPECT_EQ(pool.shrink(), 0u);
+  EXPECT_EQ(pool.capacity(), 16u);
+}
+
+TEST(PoolShrink, AHandleOfAnObjectInAChunkGivenBackStaysStaleWhenItsSlotReturns) {
+  Pool<Small> pool(4, Growth::growable);
+  std::vector<Handle<Small>> handles;
+  for (int i = 0; i < 8; ++i) handles.push_back(pool.handle_of(pool.spawn()));
+  for (int i = 4; i < 8; ++i) pool.despawn(handles[i]);
+  EXPECT_EQ(pool.shrink(), 4 * sizeof(Small));
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(pool.get(handles[i]), nullptr);
+  for (int i = 4; i < 8; ++i) {
+    const Handle<Small> again = pool.handle_of(pool.spawn());
+    EXPECT_EQ(again.id(), handles[i].id());  // the same slot
+    EXPECT_EQ(pool.get(handles[i]), nullptr);
+  }
 }
 
 }  // namespace

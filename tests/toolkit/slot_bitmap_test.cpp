@@ -70,4 +70,26 @@ TEST(SlotBitmap, WalksUsedSlotsInOrderAndFindsTheHighestBelowALimit) {
   EXPECT_FALSE(bits.is_free(7));
 }
 
+TEST(SlotBitmap, SlotsRemovedFromTheEndAreNeverTakenUntilSlotsJoinAgain) {
+  SlotBitmap bits;
+  bits.add_free_slots(200);
+  for (std::uint32_t slot = 0; slot < 200; ++slot) ASSERT_EQ(bits.take_lowest_free(), slot);
+  for (std::uint32_t slot = 100; slot < 200; ++slot) bits.release(slot);
+  bits.release(40);
+  bits.remove_slots_from(130);  // a word cut in the middle
+  EXPECT_EQ(bits.size(), 130u);
+  EXPECT_EQ(bits.take_lowest_free(), 40u);
+  for (std::uint32_t slot = 100; slot < 130; ++slot) ASSERT_EQ(bits.take_lowest_free(), slot);
+  EXPECT_EQ(bits.take_lowest_free(), SlotBitmap::kNone);
+  bits.release(120);
+  bits.remove_slots_from(120);
+  EXPECT_EQ(bits.take_lowest_free(), SlotBitmap::kNone);
+  bits.add_free_slots(10);
+  for (std::uint32_t slot = 120; slot < 130; ++slot) ASSERT_EQ(bits.take_lowest_free(), slot);
+  EXPECT_EQ(bits.take_lowest_free(), SlotBitmap::kNone);
+  std::uint32_t used = 0;
+  bits.for_each_used([&](std::uint32_t) { ++used; });
+  EXPECT_EQ(used, 130u);
+}
+
 }  // namespace

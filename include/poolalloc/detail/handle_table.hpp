@@ -50,6 +50,9 @@ class HandleTable {
     size_ = end;
   }
 
+  // Slots [end, size) leave; the entries stay (see by_slot_).
+  void remove_slots_from(std::uint32_t end) { size_ = end; }
+
   // A new object in `slot`: handles taken of the slot's earlier objects stop matching.
   void spawned(std::uint32_t slot) { ++by_slot_[slot].generation; }
 

@@ -8,6 +8,7 @@
 // each, with no load that waits on the previous free.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +55,21 @@ class SlotBitmap {
     summary_.resize((words_for(end) + 63) / 64);
     for (std::uint32_t slot = size_; slot < end; ++slot) release(slot);
     size_ = end;
+  }
+
+  // Slots [end, size()), all free, leave; their memory stays for slots that join later.
+  void remove_slots_from(std::uint32_t end) {
+    size_ = end;
+    const std::uint32_t words = word_count();
+    storage_.resize(std::size_t{words} + 1);
+    storage_[words] = 0;  // the sentinel
+    summary_.resize((std::size_t{words} + 63) / 64);
+    if (words > 0) {
+      storage_[words - 1] &= below(end - (words - 1) * 64);
+      if (storage_[words - 1] == 0) summary_.back() &= ~bit(words - 1);
+      summary_.back() &= below(words - static_cast<std::uint32_t>(summary_.size() - 1) * 64);
+    }
+    first_word_ = std::min(first_word_, words);
   }
 
   // The lowest free slot, now used; kNone when every slot is used. About 10 instructions while
