@@ -57,6 +57,12 @@ class Handle {
   [[nodiscard]] std::uint64_t packed() const {
     return std::uint64_t{key_.id} << 32 | key_.generation;
   }
+  // The handle whose packed() gave `bits`, for saved games, the network and hot reload. Any bits
+  // make a handle: one that no live object of the pool has refers to none (but by the chance a
+  // handle of another pool has).
+  [[nodiscard]] static Handle from_packed(std::uint64_t bits) {
+    return Handle({static_cast<std::uint32_t>(bits >> 32), static_cast<std::uint32_t>(bits)});
+  }
 
  private:
   friend class Pool<T>;
@@ -90,6 +96,20 @@ class Pool {
   }
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
+
+  // A move takes the objects, their handles and the memory along: pointers and handles stay
+  // valid (but a UniquePtr of make_unique names its pool by address). The pool moved from is
+  // left empty, with capacity 0 and its growth and debug checks, and usable: a growable one grows
+  // again. Move assignment first destroys what the pool held, as its destruction would.
+  Pool(Pool&& other) noexcept
+      : Pool(0, other.growth_, other.debug_ ? DebugChecks::on : DebugChecks::off) {
+    swap(other);
+  }
+  Pool& operator=(Pool&& other) noexcept {
+    Pool taken(std::move(other));
+    swap(taken);
+    return *this;  // `taken` destroys what this pool held
+  }
 
   // Destroys the live objects as clear() does, then frees the pool's memory.
   ~Pool() {
@@ -316,6 +336,20 @@ class Pool {
       return offset_of(object) < std::uintptr_t{count} * sizeof(T);
     }
   };
+
+  void swap(Pool& other) noexcept {
+    using std::swap;
+    swap(chunks_, other.chunks_);
+    swap(first_chunk_, other.first_chunk_);
+    swap(free_, other.free_);
+    swap(handles_, other.handles_);
+    swap(size_, other.size_);
+    swap(peak_, other.peak_);
+    swap(growth_, other.growth_);
+    swap(debug_, other.debug_);
+    swap(destroying_, other.destroying_);
+    swap(name_, other.name_);
+  }
 
   // All or nothing: false, and the pool as it was, when any of the memory cannot be had.
   bool add_chunk(std::size_t count) {

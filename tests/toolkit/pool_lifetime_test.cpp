@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
+
+#include "address_text.hpp"
 
 namespace {
 
@@ -163,6 +166,95 @@ TEST(PoolShrink, AHandleOfAnObjectInAChunkGivenBackStaysStaleWhenItsSlotReturns)
     EXPECT_EQ(again.id(), handles[i].id());  // the same slot
     EXPECT_EQ(pool.get(handles[i]), nullptr);
   }
+}
+
+TEST(PoolHandle, AHandleRebuiltFromItsPackedBitsFindsItsObject) {
+  Pool<Small> pool(8);
+  Small* object = pool.spawn(Small{5});
+  const Handle<Small> handle = pool.handle_of(object);
+  const Handle<Small> rebuilt = Handle<Small>::from_packed(handle.packed());
+  EXPECT_EQ(rebuilt, handle);
+  EXPECT_EQ(pool.get(rebuilt), object);
+  pool.despawn(rebuilt);
+  EXPECT_EQ(pool.get(Handle<Small>::from_packed(handle.packed())), nullptr);
+  EXPECT_EQ(Handle<Small>::from_packed(Handle<Small>().packed()), Handle<Small>());
+}
+
+TEST(PoolHandle, AHandleFromForgedBitsFindsNothing) {
+  Pool<Small> pool(8);
+  for (int i = 0; i < 8; ++i) (void)pool.spawn();
+  const std::uint64_t live = pool.handle_of(&*pool.begin()).packed();
+  for (std::uint64_t bits :
+       {std::uint64_t{0}, ~std::uint64_t{0}, std::uint64_t{7} << 32, std::uint64_t{1000} << 32 | 1,
+        live + 1, live ^ (std::uint64_t{1} << 40)}) {
+    EXPECT_EQ(pool.get(Handle<Small>::from_packed(bits)), nullptr) << bits;
+  }
+}
+
+struct Alive {
+  static inline int alive = 0;
+  explicit Alive(int v) : value(v) { ++alive; }
+  Alive(const Alive&) = delete;
+  ~Alive() { --alive; }
+  int value;
+};
+
+TEST(PoolMove, PointersAndHandlesStayValidInAVectorOfPools) {
+  std::vector<Pool<Alive>> pools;
+  std::vector<Alive*> objects;
+  std::vector<Handle<Alive>> handles;
+  for (int i = 0; i < 20; ++i) {  // the vector moves its pools as it grows
+    pools.emplace_back(4);
+    objects.push_back(pools.back().spawn(i));
+    handles.push_back(pools.back().handle_of(objects.back()));
+  }
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(pools[i].get(handles[i]), objects[i]);
+    EXPECT_EQ(objects[i]->value, i);
+  }
+  pools.clear();
+  EXPECT_EQ(Alive::alive, 0);
+}
+
+TEST(PoolMove, TheMovedFromPoolIsEmptyAndUsable) {
+  Pool<Alive> from(4, Growth::growable);
+  Alive* object = from.spawn(1);
+  const Handle<Alive> handle = from.handle_of(object);
+  Pool<Alive> to(std::move(from));
+  EXPECT_EQ(to.get(handle), object);
+  EXPECT_EQ(to.size(), 1u);
+  EXPECT_EQ(to.capacity(), 4u);
+  EXPECT_EQ(from.size(), 0u);      // NOLINT(bugprone-use-after-move): the promise under test
+  EXPECT_EQ(from.capacity(), 0u);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(from.get(handle), nullptr);
+  Alive* again = from.spawn(2);  // grows again
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(from.get(handle), nullptr);
+  EXPECT_EQ(to.get(from.handle_of(again)), nullptr);
+  EXPECT_EQ(Alive::alive, 2);
+}
+
+TEST(PoolMove, MoveAssignmentDestroysWhatThePoolHeldAndTakesTheOther) {
+  Pool<Alive> kept(4);
+  (void)kept.spawn(1);
+  (void)kept.spawn(2);
+  Pool<Alive> other(8);
+  Alive* object = other.spawn(3);
+  kept = std::move(other);
+  EXPECT_EQ(Alive::alive, 1);
+  EXPECT_EQ(kept.capacity(), 8u);
+  EXPECT_EQ(&*kept.begin(), object);
+  kept.despawn(object);
+}
+
+using PoolMoveDeathTest = ::testing::Test;
+
+TEST_F(PoolMoveDeathTest, AUniquePtrOfAPoolMovedAwayIsReportedWhenItDespawns) {
+  Pool<Small> from(4);
+  auto owned = from.make_unique();
+  Pool<Small> to(std::move(from));
+  EXPECT_DEATH(owned.reset(), "despawn of " + hex(owned.get()) + " outside the pool");
+  to.despawn(owned.release());
 }
 
 }  // namespace
