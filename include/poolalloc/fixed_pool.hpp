@@ -46,6 +46,30 @@ inline constexpr DebugChecks kDefaultDebugChecks = DebugChecks::on;
 inline constexpr DebugChecks kDefaultDebugChecks = DebugChecks::off;
 #endif
 
+// What a pool with debug checks reports of the blocks (objects, for Pool<T>) still live when it is
+// destroyed (set_leak_report): nothing; a line for each of the first kLeakReportSummaryLines and
+// the count (the default: a game that quits with thousands of live objects gets a few lines); or a
+// line for each and the count.
+enum class LeakReport { off, summary, per_object };
+inline constexpr std::uint64_t kLeakReportSummaryLines = 8;
+
+namespace detail {
+// Whether the leak report lists the live block or object that comes after `listed` listed ones.
+constexpr bool lists_leak(LeakReport report, std::uint64_t listed) {
+  return report == LeakReport::per_object ||
+         (report == LeakReport::summary && listed < kLeakReportSummaryLines);
+}
+
+// Ends the count line of a leak report, saying how many were listed where not all were, and
+// writes it.
+inline void write_leaks_listed(Message& message, LeakReport report, std::uint64_t leaked) {
+  if (!lists_leak(report, leaked - 1))
+    message << " (the first " << kLeakReportSummaryLines << " listed)";
+  message << "\n";
+  message.write_to(STDERR_FILENO);
+}
+}  // namespace detail
+
 class FixedPool {
  public:
   FixedPool() = default;
@@ -193,6 +217,10 @@ class FixedPool {
 
   // Copied (up to 31 characters); reports and printing show it instead of the pool's address.
   void set_name(const char* name) { name_.set(name); }
+
+  // Kept by release() and create(), as the name.
+  void set_leak_report(LeakReport report) { leak_report_ = report; }
+  [[nodiscard]] LeakReport leak_report() const { return leak_report_; }
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 
   [[nodiscard]] std::size_t block_size() const { return owned_layout_.payload; }
@@ -452,20 +480,23 @@ class FixedPool {
   }
 
   void report_leaks() const {
+    if (leak_report_ == LeakReport::off) return;
     std::uint64_t leaked = 0;
     for (const Chunk& chunk : chunks_) {
       for (std::uint32_t i = 0; i < chunk.guarded; ++i) {
         if (!chunk.allocated.test(i)) continue;
+        if (detail::lists_leak(leak_report_, leaked)) {
+          detail::Message message = describe();
+          message << "leaked block " << static_cast<const void*>(chunk.blocks.block_at(i)) << "\n";
+          message.write_to(STDERR_FILENO);
+        }
         ++leaked;
-        detail::Message message = describe();
-        message << "leaked block " << static_cast<const void*>(chunk.blocks.block_at(i)) << "\n";
-        message.write_to(STDERR_FILENO);
       }
     }
     if (leaked == 0) return;
     detail::Message message = describe();
-    message << leaked << " blocks still allocated at destroy()\n";
-    message.write_to(STDERR_FILENO);
+    message << leaked << " blocks still allocated at destroy()";
+    detail::write_leaks_listed(message, leak_report_, leaked);
   }
 
   [[nodiscard]] detail::Message describe() const {
@@ -505,6 +536,7 @@ class FixedPool {
   std::size_t peak_used_ = 0;
   Growth growth_ = Growth::fixed;
   bool debug_ = false;
+  LeakReport leak_report_ = LeakReport::summary;
   detail::Name name_;
 };
 

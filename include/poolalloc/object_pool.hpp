@@ -265,6 +265,11 @@ class Pool {
   void set_name(const char* name) { name_.set(name); }
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 
+  // What the pool reports of its live objects when it is destroyed with debug checks (see
+  // LeakReport; a summary by default).
+  void set_leak_report(LeakReport report) { leak_report_ = report; }
+  [[nodiscard]] LeakReport leak_report() const { return leak_report_; }
+
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] std::size_t capacity() const { return free_.size(); }
   [[nodiscard]] std::size_t peak() const { return peak_; }
@@ -348,6 +353,7 @@ class Pool {
     swap(growth_, other.growth_);
     swap(debug_, other.debug_);
     swap(destroying_, other.destroying_);
+    swap(leak_report_, other.leak_report_);
     swap(name_, other.name_);
   }
 
@@ -481,15 +487,19 @@ class Pool {
   }
 
   void report_live_objects() const {
-    for_each([this](const T& object) {
+    if (leak_report_ == LeakReport::off) return;
+    std::uint64_t listed = 0;
+    for (const T& object : *this) {
+      if (!detail::lists_leak(leak_report_, listed)) break;
       detail::Message message = describe();
       message << "live object " << static_cast<const void*>(&object)
               << " destroyed with the pool\n";
       message.write_to(STDERR_FILENO);
-    });
+      ++listed;
+    }
     detail::Message message = describe();
-    message << std::uint64_t{size_} << " objects still alive when the pool was destroyed\n";
-    message.write_to(STDERR_FILENO);
+    message << std::uint64_t{size_} << " objects still alive when the pool was destroyed";
+    detail::write_leaks_listed(message, leak_report_, size_);
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void fail_object(std::string_view operation,
@@ -516,6 +526,7 @@ class Pool {
   Growth growth_;
   bool debug_;
   bool destroying_ = false;
+  LeakReport leak_report_ = LeakReport::summary;
   detail::Name name_;
 };
 
