@@ -1,12 +1,15 @@
 // Pool<T>: objects of one type in slots of equal size, found with a bitmap.
 //
 // - spawn() constructs in the lowest free slot (detail/slot_bitmap.hpp), so live objects stay
-//   packed in address order however they die, and a walk with for_each() is a walk over
-//   contiguous memory. spawn and despawn cost a few instructions each and read no freed slot.
+//   packed in address order however they die, and a walk with for_each() or the iterators is a
+//   walk over contiguous memory. spawn and despawn cost a few instructions each and read no freed
+//   slot.
 // - Handle<T>: an id plus a generation (detail/handle_table.hpp). get() returns nullptr once the
 //   object is gone, even when its slot holds another one, and after compact() still finds it.
 // - compact() moves live objects down into the free slots below them.
-// - Destroying the pool destroys the objects still alive; with debug checks it first lists them.
+// - clear(), and destroying the pool, destroy the objects still alive, whose destructors may
+//   despawn and spawn; with debug checks the destruction first lists them (set_leak_report).
+// - shrink() gives back empty trailing chunks; a move takes the objects along without moving them.
 // - Always on: despawn of a pointer not live in this pool, or of a stale handle, is reported and
 //   aborts before any destructor runs. Debug checks (POOLALLOC_DEBUG, or DebugChecks::on) add
 //   fill patterns, and check on spawn that no despawned slot was written to.
