@@ -42,7 +42,8 @@ class SlotBitmap {
   // it.
   void reserve(std::uint32_t count) {
     const std::size_t words = words_for(std::size_t{size_} + count);
-    storage_.reserve(words + 1);  // the last word: the zero sentinel
+    storage_.reserve(words + 1);                      // the last word: the zero sentinel
+    if (!storage_.empty()) words_ = storage_.data();  // where the words are now
     summary_.reserve((words + 63) / 64);
   }
 
