@@ -224,8 +224,8 @@ TEST(PoolMove, TheMovedFromPoolIsEmptyAndUsable) {
   EXPECT_EQ(to.get(handle), object);
   EXPECT_EQ(to.size(), 1u);
   EXPECT_EQ(to.capacity(), 4u);
-  EXPECT_EQ(from.size(), 0u);      // NOLINT(bugprone-use-after-move): the promise under test
-  EXPECT_EQ(from.capacity(), 0u);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(from.size(), 0u);
+  EXPECT_EQ(from.capacity(), 0u);
   EXPECT_EQ(from.get(handle), nullptr);
   Alive* again = from.spawn(2);  // grows again
   ASSERT_NE(again, nullptr);
