@@ -81,7 +81,8 @@ class Pool {
  public:
   // Forward iterators over the live objects, in for_each's order and with its rules: the loop may
   // despawn the object it stands at, or others (one despawned before the walk reaches it is not
-  // visited). Any other change to the pool (spawn, compact, shrink, a move) invalidates them.
+  // visited), and what it spawns may or may not be visited. compact(), shrink() and a move of the
+  // pool invalidate them.
   using iterator = BasicIterator<T>;
   using const_iterator = BasicIterator<const T>;
 
