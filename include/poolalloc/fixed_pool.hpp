@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "debug_checks.hpp"
 #include "detail/block_layout.hpp"
 #include "detail/debug_blocks.hpp"
 #include "detail/lazy_block_list.hpp"
@@ -38,13 +39,6 @@
 namespace poolalloc {
 
 enum class Growth { fixed, growable };
-enum class DebugChecks : bool { off, on };
-
-#if defined(POOLALLOC_DEBUG)
-inline constexpr DebugChecks kDefaultDebugChecks = DebugChecks::on;
-#else
-inline constexpr DebugChecks kDefaultDebugChecks = DebugChecks::off;
-#endif
 
 // What a pool with debug checks reports of the blocks (objects, for Pool<T>) still live when it is
 // destroyed (set_leak_report): nothing; a line for each of the first kLeakReportSummaryLines and

@@ -4,7 +4,10 @@
 // DoubleBufferedFrameAllocator keeps two of them, so memory allocated during one frame stays
 // valid through the next (for data handed from one frame to the one after it).
 // allocate(), new_object<T>() and new_array<T>() are O(1) and return nullptr when the frame is
-// full, whatever the size or alignment. Over owned memory or the caller's.
+// full, whatever the size or alignment. Over owned memory or the caller's. A move takes the
+// memory along and leaves the source empty. Memory given back is poisoned under
+// AddressSanitizer and, with debug checks, filled and checked when handed out again
+// (detail/bump_region.hpp).
 // Not thread-safe, by choice: use one per thread.
 #pragma once
 
@@ -19,30 +22,34 @@ namespace poolalloc {
 
 class FrameAllocator : private detail::BumpRegion {
  public:
-  // FrameAllocator(std::size_t capacity_bytes), or FrameAllocator(void* buffer, std::size_t bytes)
-  // over caller memory.
-  using BumpRegion::BumpRegion;
+  explicit FrameAllocator(std::size_t capacity_bytes, DebugChecks debug = kDefaultDebugChecks)
+      : BumpRegion("FrameAllocator", capacity_bytes, debug) {}
+  // Over caller memory.
+  FrameAllocator(void* buffer, std::size_t bytes, DebugChecks debug = kDefaultDebugChecks)
+      : BumpRegion("FrameAllocator", buffer, bytes, debug) {}
 
   using BumpRegion::allocate;
   using BumpRegion::new_array;
   using BumpRegion::new_object;
-  void reset() { rewind(0); }
+  void reset() { rewind(bottom()); }
 
   using BumpRegion::capacity;
+  using BumpRegion::debug_checks;
   using BumpRegion::name;
   using BumpRegion::peak;
   using BumpRegion::set_name;
   using BumpRegion::used;
 
   friend std::ostream& operator<<(std::ostream& out, const FrameAllocator& frame) {
-    return frame.print(out, "FrameAllocator");
+    return frame.print(out);
   }
 };
 
 class DoubleBufferedFrameAllocator {
  public:
-  explicit DoubleBufferedFrameAllocator(std::size_t bytes_per_frame)
-      : frames_{FrameAllocator(bytes_per_frame), FrameAllocator(bytes_per_frame)} {}
+  explicit DoubleBufferedFrameAllocator(std::size_t bytes_per_frame,
+                                        DebugChecks debug = kDefaultDebugChecks)
+      : frames_{FrameAllocator(bytes_per_frame, debug), FrameAllocator(bytes_per_frame, debug)} {}
 
   [[nodiscard]] void* allocate(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
     return current().allocate(size, align);
@@ -72,6 +79,7 @@ class DoubleBufferedFrameAllocator {
   [[nodiscard]] std::size_t used() const { return frames_[current_].used(); }
   [[nodiscard]] std::size_t peak() const { return std::max(frames_[0].peak(), frames_[1].peak()); }
   [[nodiscard]] std::size_t capacity() const { return frames_[current_].capacity(); }
+  [[nodiscard]] bool debug_checks() const { return frames_[0].debug_checks(); }
 
   // `DoubleBufferedFrameAllocator, current frame: FrameAllocator "draw list": 100 of 1024 B ...`
   friend std::ostream& operator<<(std::ostream& out, const DoubleBufferedFrameAllocator& frames) {

@@ -4,66 +4,110 @@
 //   ... allocate ...
 //   stack.free_to_marker(m);            // or let a StackScope do it
 //
-// A marker above the current top (memory already given back) is reported and aborts.
-// allocate(), new_object<T>() and new_array<T>() are O(1) and return nullptr when the stack is
-// full, whatever the size or alignment. Over owned memory or the caller's.
+// A marker of another stack, one above the top, and one that the last free went below are
+// reported and abort. allocate(), new_object<T>() and new_array<T>() are O(1) and return nullptr
+// when the stack is full, whatever the size or alignment. Over owned memory or the caller's. A
+// move takes the memory, and the markers' validity, along and leaves the source empty. Memory
+// given back is poisoned under AddressSanitizer and, with debug checks, filled and checked when
+// handed out again (detail/bump_region.hpp).
 // Not thread-safe, by choice: use one per thread.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
+#include <utility>
 
 #include "detail/bump_region.hpp"
 #include "detail/message.hpp"
-#include "detail/printing.hpp"
 
 namespace poolalloc {
 
 class StackAllocator : private detail::BumpRegion {
  public:
-  // A position in the stack: what was used when it was taken.
+  // A position in one stack, and the stack's count of frees when it was taken: markers are equal
+  // when they mark the same position.
   class Marker {
    public:
-    friend bool operator==(Marker, Marker) = default;
+    friend bool operator==(Marker a, Marker b) { return a.top_ == b.top_; }
 
    private:
     friend class StackAllocator;
-    explicit Marker(std::size_t used) : used_(used) {}
-    std::size_t used_;
+    Marker(std::byte* top, std::uint64_t frees) : top_(top), frees_(frees) {}
+    std::byte* top_;
+    std::uint64_t frees_;
   };
 
-  // StackAllocator(std::size_t capacity_bytes), or StackAllocator(void* buffer, std::size_t bytes)
-  // over caller memory.
-  using BumpRegion::BumpRegion;
+  explicit StackAllocator(std::size_t capacity_bytes, DebugChecks debug = kDefaultDebugChecks)
+      : BumpRegion("StackAllocator", capacity_bytes, debug) {}
+  // Over caller memory.
+  StackAllocator(void* buffer, std::size_t bytes, DebugChecks debug = kDefaultDebugChecks)
+      : BumpRegion("StackAllocator", buffer, bytes, debug) {}
+
+  // Markers stay valid across a move: the memory they point into moves along.
+  StackAllocator(StackAllocator&& other) noexcept
+      : BumpRegion(std::move(other)),
+        frees_(std::exchange(other.frees_, 0)),
+        last_free_(std::exchange(other.last_free_, nullptr)) {}
+  StackAllocator& operator=(StackAllocator&& other) noexcept {
+    BumpRegion::operator=(std::move(other));
+    frees_ = std::exchange(other.frees_, 0);
+    last_free_ = std::exchange(other.last_free_, nullptr);
+    return *this;
+  }
 
   using BumpRegion::allocate;
   using BumpRegion::new_array;
   using BumpRegion::new_object;
 
-  [[nodiscard]] Marker marker() const { return Marker(used()); }
+  [[nodiscard]] Marker marker() const { return Marker(top(), frees_); }
 
-  // Gives back everything allocated since `m` was taken.
+  // Gives back everything allocated since `m` was taken. Three markers are reported, and abort,
+  // each for two compares: one of another stack (outside this one's memory), one above the top
+  // (its memory given back already), and one that the last free went below (given back, and
+  // perhaps handed out again since: freeing to it would free what others now hold). A marker
+  // that an earlier free went below, with frees above it since, is not seen.
   void free_to_marker(Marker m) {
-    if (m.used_ > used()) [[unlikely]] {
-      detail::Message message;
-      message << "poolalloc: ";
-      detail::write_title(message, "StackAllocator", name(), this)
-          << " (" << used() << " of " << capacity() << " B used): free_to_marker(" << m.used_
-          << ") is above the top; that memory was already given back";
-      detail::fatal(message);
-    }
-    rewind(m.used_);
+    if (!holds(m.top_)) [[unlikely]]
+      fail_free_to_marker(m, "is of another stack");
+    if (m.top_ > top()) [[unlikely]]
+      fail_free_to_marker(m, "is above the top; that memory was already given back");
+    if (m.frees_ < frees_ && m.top_ > last_free_) [[unlikely]]
+      fail_free_to_marker(
+          m,
+          "was taken before a free below it; that memory was given back and may be another's now");
+    rewind(m.top_);
+    ++frees_;
+    last_free_ = m.top_;
   }
 
   using BumpRegion::capacity;
+  using BumpRegion::debug_checks;
   using BumpRegion::name;
   using BumpRegion::peak;
   using BumpRegion::set_name;
   using BumpRegion::used;
 
   friend std::ostream& operator<<(std::ostream& out, const StackAllocator& stack) {
-    return stack.print(out, "StackAllocator");
+    return stack.print(out);
   }
+
+ private:
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_free_to_marker(Marker m, const char* what) const {
+    detail::Message message;
+    write_report_title(message);
+    message << ": free_to_marker(";
+    if (holds(m.top_)) {
+      message << offset(m.top_);
+    } else {
+      message << static_cast<const void*>(m.top_);
+    }
+    message << ") " << what;
+    detail::fatal(message);
+  }
+
+  std::uint64_t frees_ = 0;         // free_to_marker calls so far
+  std::byte* last_free_ = nullptr;  // where the last one freed to
 };
 
 // Frees the stack to the marker taken at construction when the scope ends.

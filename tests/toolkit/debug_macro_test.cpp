@@ -1,6 +1,8 @@
 // Built with POOLALLOC_DEBUG defined (in its own executable, since the macro changes a default).
 #include <poolalloc/fixed_pool.hpp>
+#include <poolalloc/frame_allocator.hpp>
 #include <poolalloc/object_pool.hpp>
+#include <poolalloc/stack_allocator.hpp>
 
 #include <gtest/gtest.h>
 
@@ -15,6 +17,12 @@ TEST(PoolallocDebugMacroDeathTest, TurnsOnDebugChecksByDefault) {
   void* block = blocks.allocate();
   blocks.deallocate(block);
   EXPECT_DEATH(blocks.deallocate(block), "already free \\(double free\\)");
+}
+
+TEST(PoolallocDebugMacro, MakesDebugChecksTheDefaultOfFrameAndStackAllocators) {
+  EXPECT_TRUE(poolalloc::FrameAllocator(64).debug_checks());
+  EXPECT_TRUE(poolalloc::DoubleBufferedFrameAllocator(64).debug_checks());
+  EXPECT_TRUE(poolalloc::StackAllocator(64).debug_checks());
 }
 
 }  // namespace

@@ -8,9 +8,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
+
+#include "address_text.hpp"
+#include "given_back.hpp"
 
 namespace {
 
+using poolalloc::DebugChecks;
 using poolalloc::DoubleBufferedFrameAllocator;
 using poolalloc::FrameAllocator;
 
@@ -94,6 +99,16 @@ TEST(DoubleBufferedFrameAllocator, KeepsThePreviousFrameValidForOneMoreFrame) {
   for (int i = 0; i < 64; ++i) ASSERT_EQ(current[i], 0xCD);
   EXPECT_EQ(frames.capacity(), 64u);
   EXPECT_EQ(frames.peak(), 64u);
+}
+
+TEST(DoubleBufferedFrameAllocator, CountsTheCurrentFrameAndThePeakOfBoth) {
+  DoubleBufferedFrameAllocator frames(1024);
+  (void)frames.allocate(300, 1);
+  frames.swap_buffers();
+  (void)frames.allocate(100, 1);
+  EXPECT_EQ(frames.used(), 100u);  // the frame before, 300 B, still held, is not counted
+  EXPECT_EQ(frames.peak(), 300u);
+  EXPECT_EQ(frames.capacity(), 1024u);  // of each frame
 }
 
 TEST(FrameAllocator, WorksOverCallerMemoryAndNeverFreesIt) {
@@ -217,6 +232,95 @@ TEST(DoubleBufferedFrameAllocator, ConstructsObjectsInTheCurrentFrame) {
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(*a, 1);
   EXPECT_EQ(frames.new_array<int>(1), nullptr);
+}
+
+TEST(FrameAllocator, AMoveTakesTheMemoryAndLeavesTheSourceEmpty) {
+  FrameAllocator source(1024);
+  void* first = source.allocate(100, 1);
+  FrameAllocator frame(std::move(source));
+  EXPECT_EQ(frame.capacity(), 1024u);
+  EXPECT_EQ(frame.used(), 100u);
+  EXPECT_EQ(source.capacity(), 0u);  // NOLINT(bugprone-use-after-move): what is left
+  EXPECT_EQ(source.used(), 0u);
+  EXPECT_EQ(source.allocate(1, 1), nullptr);
+  EXPECT_EQ(source.allocate(0, 1), nullptr);
+  frame.reset();
+  EXPECT_EQ(frame.allocate(1, 1), first);
+  EXPECT_EQ(frame.peak(), 100u);
+}
+
+TEST(FrameAllocator, MoveAssignmentTakesTheSourcesMemoryAndLeavesItEmpty) {
+  FrameAllocator source(512);
+  void* first = source.allocate(10, 1);
+  FrameAllocator frame(1024);
+  (void)frame.allocate(300, 1);
+  frame = std::move(source);
+  EXPECT_EQ(frame.capacity(), 512u);
+  EXPECT_EQ(frame.used(), 10u);
+  EXPECT_EQ(frame.peak(), 10u);
+  EXPECT_EQ(source.capacity(), 0u);  // NOLINT(bugprone-use-after-move): what is left
+  EXPECT_EQ(source.allocate(1, 1), nullptr);
+  frame.reset();
+  EXPECT_EQ(frame.allocate(1, 1), first);
+}
+
+TEST(DoubleBufferedFrameAllocator, AMoveTakesBothFramesAndLeavesTheSourceEmpty) {
+  DoubleBufferedFrameAllocator source(64);
+  auto* previous = static_cast<int*>(source.allocate(sizeof(int)));
+  *previous = 7;
+  source.swap_buffers();
+  (void)source.allocate(16, 1);
+  DoubleBufferedFrameAllocator frames(std::move(source));
+  EXPECT_EQ(frames.used(), 16u);
+  EXPECT_EQ(*previous, 7);
+  EXPECT_EQ(source.capacity(), 0u);  // NOLINT(bugprone-use-after-move): what is left
+  EXPECT_EQ(source.allocate(1, 1), nullptr);
+  source.swap_buffers();
+  EXPECT_EQ(source.allocate(1, 1), nullptr);
+  frames.swap_buffers();
+  EXPECT_EQ(frames.allocate(sizeof(int)), previous);
+}
+
+TEST(FrameAllocatorDebug, FillsWhatItHandsOutAndWhatResetGivesBack) {
+  FrameAllocator frame(256, DebugChecks::on);
+  EXPECT_TRUE(frame.debug_checks());
+  EXPECT_FALSE(FrameAllocator(256).debug_checks());
+  auto* block = static_cast<unsigned char*>(frame.allocate(64, 1));
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(block[i], 0xA5);
+  frame.reset();
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(read_given_back(block + i), 0x5A);
+}
+
+using FrameAllocatorDeathTest = ::testing::Test;
+
+TEST_F(FrameAllocatorDeathTest, AWriteThroughAPointerFromBeforeResetIsReportedWhenHandedOutAgain) {
+  FrameAllocator frame(1024, DebugChecks::on);
+  auto* stale = static_cast<unsigned char*>(frame.allocate(64, 1));
+  frame.reset();
+  write_given_back(stale + 10, 1);
+  EXPECT_DEATH((void)frame.allocate(64, 1),
+               "^poolalloc: FrameAllocator 0x[0-9a-f]+ \\(0 of 1024 B used\\): allocate found " +
+                   hex(stale + 10) + " written after it was given back");
+}
+
+TEST_F(FrameAllocatorDeathTest, AWriteAfterResetIsUseAfterPoisonUnderAddressSanitizer) {
+  if (!poolalloc::detail::kAddressSanitizer) GTEST_SKIP() << "a test of AddressSanitizer builds";
+  FrameAllocator frame(1024);
+  auto* stale = static_cast<volatile unsigned char*>(frame.allocate(64));
+  frame.reset();
+  EXPECT_DEATH(stale[0] = 1, "use-after-poison");
+  ASSERT_EQ(frame.allocate(64), stale);
+  stale[63] = 1;  // handed out again: the caller's
+}
+
+TEST(DoubleBufferedFrameAllocatorDebug, ChecksBothFrames) {
+  DoubleBufferedFrameAllocator frames(64, DebugChecks::on);
+  EXPECT_TRUE(frames.debug_checks());
+  auto* previous = static_cast<unsigned char*>(frames.allocate(8, 1));
+  frames.swap_buffers();
+  EXPECT_EQ(*previous, 0xA5);  // kept one frame more
+  frames.swap_buffers();
+  EXPECT_EQ(read_given_back(previous), 0x5A);
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 
 #include <cstdint>
 #include <sstream>
+#include <utility>
+
+#include "address_text.hpp"
+#include "given_back.hpp"
 
 namespace {
 
@@ -121,6 +125,98 @@ TEST_F(StackAllocatorDeathTest, AReportNamesTheStack) {
   const auto above = stack.marker();
   stack.free_to_marker(marker);
   EXPECT_DEATH(stack.free_to_marker(above), "^poolalloc: StackAllocator \"level\" \\(0 of 1024");
+}
+
+TEST(StackAllocator, AMoveTakesTheMemoryAndItsMarkersAlong) {
+  StackAllocator source(1024);
+  (void)source.allocate(10, 1);
+  const auto marker = source.marker();
+  (void)source.allocate(100, 1);
+  StackAllocator stack(std::move(source));
+  EXPECT_EQ(stack.used(), 110u);
+  stack.free_to_marker(marker);
+  EXPECT_EQ(stack.used(), 10u);
+  EXPECT_EQ(source.capacity(), 0u);  // NOLINT(bugprone-use-after-move): what is left
+  EXPECT_EQ(source.allocate(1, 1), nullptr);
+  StackAllocator assigned(64);
+  assigned = std::move(stack);
+  EXPECT_EQ(assigned.capacity(), 1024u);
+  EXPECT_EQ(stack.capacity(), 0u);  // NOLINT(bugprone-use-after-move): what is left
+  EXPECT_EQ(stack.allocate(0, 1), nullptr);
+}
+
+TEST_F(StackAllocatorDeathTest, AMarkerOfAnotherStackIsRejected) {
+  StackAllocator stack(1024);
+  StackAllocator other(1024);
+  (void)other.allocate(64, 1);
+  const auto foreign = other.marker();
+  (void)stack.allocate(128, 1);
+  EXPECT_DEATH(stack.free_to_marker(foreign),
+               "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(128 of 1024 B used\\): "
+               "free_to_marker\\(0x[0-9a-f]+\\) is of another stack");
+}
+
+TEST_F(StackAllocatorDeathTest, AMarkerOfAMovedFromStackIsRejected) {
+  StackAllocator source(1024);
+  const auto marker = source.marker();
+  StackAllocator stack(std::move(source));
+  EXPECT_DEATH(source.free_to_marker(marker),  // NOLINT(bugprone-use-after-move): the test
+               "\\(0 of 0 B used\\): free_to_marker\\(0x[0-9a-f]+\\) is of another stack");
+}
+
+TEST_F(StackAllocatorDeathTest, AMarkerThatTheLastFreeWentBelowIsRejected) {
+  StackAllocator stack(1024);
+  const auto level = stack.marker();
+  (void)stack.allocate(64, 1);
+  const auto inner = stack.marker();  // kept past the free to `level`
+  (void)stack.allocate(64, 1);
+  stack.free_to_marker(level);
+  (void)stack.allocate(256, 1);  // someone else's now, over inner's position
+  EXPECT_DEATH(stack.free_to_marker(inner),
+               "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(256 of 1024 B used\\): "
+               "free_to_marker\\(64\\) was taken before a free below it; that memory was "
+               "given back and may be another's now");
+}
+
+TEST(StackAllocator, MarkersBetweenNestedFreesStayValid) {
+  StackAllocator stack(1024);
+  const auto outer = stack.marker();
+  (void)stack.allocate(64, 1);
+  const auto middle = stack.marker();
+  (void)stack.allocate(64, 1);
+  const auto inner = stack.marker();
+  (void)stack.allocate(64, 1);
+  stack.free_to_marker(inner);
+  (void)stack.allocate(32, 1);
+  stack.free_to_marker(inner);
+  stack.free_to_marker(middle);
+  stack.free_to_marker(middle);
+  stack.free_to_marker(outer);
+  EXPECT_EQ(stack.used(), 0u);
+}
+
+TEST_F(StackAllocatorDeathTest,
+       AWriteThroughAPointerFromBeforeFreeToMarkerIsReportedWhenHandedOutAgain) {
+  StackAllocator stack(1024, poolalloc::DebugChecks::on);
+  (void)stack.allocate(16, 1);
+  const auto marker = stack.marker();
+  auto* stale = static_cast<unsigned char*>(stack.allocate(64, 1));
+  EXPECT_EQ(stale[63], 0xA5);
+  stack.free_to_marker(marker);
+  EXPECT_EQ(read_given_back(stale), 0x5A);
+  write_given_back(stale + 63, 0);
+  EXPECT_DEATH((void)stack.allocate(64, 1),
+               "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(16 of 1024 B used\\): allocate found " +
+                   hex(stale + 63) + " written after it was given back");
+}
+
+TEST_F(StackAllocatorDeathTest, AWriteAfterFreeToMarkerIsUseAfterPoisonUnderAddressSanitizer) {
+  if (!poolalloc::detail::kAddressSanitizer) GTEST_SKIP() << "a test of AddressSanitizer builds";
+  StackAllocator stack(1024);
+  const auto marker = stack.marker();
+  auto* stale = static_cast<volatile unsigned char*>(stack.allocate(64));
+  stack.free_to_marker(marker);
+  EXPECT_DEATH(stale[8] = 1, "use-after-poison");
 }
 
 }  // namespace

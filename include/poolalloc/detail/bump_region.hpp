@@ -1,5 +1,10 @@
 // One run of bytes handed out front to back, owned or the caller's: the common core of
 // FrameAllocator and StackAllocator, which differ only in how they give memory back.
+//
+// Memory given back is guarded against pointers kept from before: under AddressSanitizer it is
+// poisoned (a touch is reported as use-after-poison) until handed out again; with debug checks
+// it is filled with kFreedFill, and allocate reports a byte that no longer holds it before it
+// hands the byte out again (filled with kFreshFill).
 #pragma once
 
 #include <algorithm>
@@ -11,38 +16,87 @@
 #include <string_view>
 #include <utility>
 
+#include "../debug_checks.hpp"
 #include "align.hpp"
+#include "debug_blocks.hpp"
+#include "message.hpp"
 #include "name.hpp"
+#include "poison.hpp"
 #include "printing.hpp"
 
 namespace poolalloc::detail {
 
 class BumpRegion {
  public:
-  explicit BumpRegion(std::size_t capacity)
+  // `kind` names the allocator in reports and printing.
+  BumpRegion(std::string_view kind, std::size_t capacity, DebugChecks debug)
       : owned_(std::make_unique_for_overwrite<std::byte[]>(capacity)),
         memory_(owned_.get()),
         top_(memory_),
-        end_(memory_ + capacity) {}
+        end_(memory_ + capacity),
+        limit_(debug == DebugChecks::on ? top_ : end_),
+        debug_(debug == DebugChecks::on),
+        kind_(kind) {
+    mark_given_back(memory_, end_);
+  }
 
   // Over the caller's memory, which it never frees; a null buffer holds nothing.
-  BumpRegion(void* buffer, std::size_t bytes)
+  BumpRegion(std::string_view kind, void* buffer, std::size_t bytes, DebugChecks debug)
       : memory_(static_cast<std::byte*>(buffer)),
         top_(memory_),
-        end_(buffer == nullptr ? nullptr : memory_ + bytes) {}
+        end_(buffer == nullptr ? nullptr : memory_ + bytes),
+        limit_(debug == DebugChecks::on ? top_ : end_),
+        debug_(debug == DebugChecks::on),
+        kind_(kind) {
+    mark_given_back(memory_, end_);
+  }
+
+  // The memory, what is in use and the peak go with a move; the source is left empty (capacity
+  // 0, every allocate nullptr), so that it never hands out what is now another's.
+  BumpRegion(BumpRegion&& other) noexcept
+      : owned_(std::move(other.owned_)),
+        memory_(std::exchange(other.memory_, nullptr)),
+        top_(std::exchange(other.top_, nullptr)),
+        end_(std::exchange(other.end_, nullptr)),
+        limit_(std::exchange(other.limit_, nullptr)),
+        peak_(std::exchange(other.peak_, 0)),
+        debug_(other.debug_),
+        kind_(other.kind_),
+        name_(other.name_) {}
+
+  // Frees the target's own memory (the caller's is the caller's again) first.
+  BumpRegion& operator=(BumpRegion&& other) noexcept {
+    if (this != &other) {
+      unpoison(memory_, capacity());
+      owned_ = std::move(other.owned_);
+      memory_ = std::exchange(other.memory_, nullptr);
+      top_ = std::exchange(other.top_, nullptr);
+      end_ = std::exchange(other.end_, nullptr);
+      limit_ = std::exchange(other.limit_, nullptr);
+      peak_ = std::exchange(other.peak_, 0);
+      debug_ = other.debug_;
+      name_ = other.name_;
+    }
+    return *this;
+  }
+
+  ~BumpRegion() { unpoison(memory_, capacity()); }
 
   // nullptr when the alignment is not a power of two or the request does not fit; the
   // arithmetic is done on the room left, so no size or alignment can overflow it.
-  // The whole path is a dozen instructions (g++ -O2, x86-64): two compares of the alignment,
-  // the padding (a negate and a mask), two compares against the room, the new top. The peak
-  // is not kept here but when memory is given back (see peak()).
+  // The path that hands out memory is a dozen instructions (g++ -O2, x86-64): two compares of
+  // the alignment, the padding (a negate and a mask), two compares against the room, the new
+  // top. Debug checks cost it nothing: they take the path of a request that does not fit (see
+  // limit_). Nor is the peak kept here, but when memory is given back (see peak()).
   [[nodiscard]] void* allocate(std::size_t size,
                                std::size_t alignment = alignof(std::max_align_t)) {
     if (!is_valid_alignment(alignment)) return nullptr;
     const std::size_t padding = padding_to_align(top_, alignment);
-    const auto room = static_cast<std::size_t>(end_ - top_);
-    if (padding > room || size > room - padding) return nullptr;
+    const auto room = static_cast<std::size_t>(limit_ - top_);
+    if (padding > room || size > room - padding) [[unlikely]]
+      return debug_ ? allocate_checked(size, padding) : nullptr;
     std::byte* const block = top_ + padding;
+    unpoison(block, size);
     top_ = block + size;
     return block;
   }
@@ -65,34 +119,102 @@ class BumpRegion {
     return array;
   }
 
-  // Gives back everything allocated after the first `used` bytes. The bytes in use only grow
-  // between two rewinds, so the peak taken here, and in peak() for the current run, is the
-  // most ever in use at once.
-  void rewind(std::size_t used) {
-    peak_ = peak();
-    top_ = memory_ + used;
-  }
-
   void set_name(const char* name) { name_.set(name); }
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 
-  [[nodiscard]] std::size_t used() const { return static_cast<std::size_t>(top_ - memory_); }
+  [[nodiscard]] std::size_t used() const { return offset(top_); }
   [[nodiscard]] std::size_t peak() const { return std::max(peak_, used()); }
-  [[nodiscard]] std::size_t capacity() const { return static_cast<std::size_t>(end_ - memory_); }
+  [[nodiscard]] std::size_t capacity() const { return offset(end_); }
+  [[nodiscard]] bool debug_checks() const { return debug_; }
 
  protected:
+  [[nodiscard]] std::byte* bottom() const { return memory_; }
+  [[nodiscard]] std::byte* top() const { return top_; }
+  [[nodiscard]] std::size_t offset(const std::byte* p) const {
+    return static_cast<std::size_t>(p - memory_);
+  }
+  // Whether `p` is a position in the region, from its first byte to one past its last.
+  [[nodiscard]] bool holds(const std::byte* p) const {
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    return reinterpret_cast<std::uintptr_t>(memory_) <= address &&
+           address <= reinterpret_cast<std::uintptr_t>(end_);
+  }
+
+  // Gives back everything from `to`, a position at or below the top. The bytes in use only grow
+  // between two rewinds, so the peak taken here, and in peak() for the current run, is the
+  // most ever in use at once.
+  void rewind(std::byte* to) {
+    peak_ = peak();
+    mark_given_back(to, top_);
+    top_ = to;
+    if (debug_) limit_ = to;
+  }
+
+  // `FrameAllocator "scratch" (300 of 65536 B used)`, to begin a report.
+  void write_report_title(Message& message) const {
+    message << "poolalloc: ";
+    write_title(message, kind_, name(), this)
+        << " (" << used() << " of " << capacity() << " B used)";
+  }
+
   // `FrameAllocator "scratch": 300 of 65536 B used, peak 1200 B`
-  std::ostream& print(std::ostream& out, std::string_view kind) const {
-    return write_title(out, kind, name(), this)
+  std::ostream& print(std::ostream& out) const {
+    return write_title(out, kind_, name(), this)
            << ": " << used() << " of " << capacity() << " B used, peak " << peak() << " B";
   }
 
  private:
+  // Filled with kFreedFill with debug checks, poisoned under AddressSanitizer.
+  void mark_given_back(std::byte* from, std::byte* until) const {
+    const auto bytes = static_cast<std::size_t>(until - from);
+    if (bytes == 0) return;  // `from` may be null
+    if (debug_) {
+      unpoison(from, bytes);  // padding between blocks was never unpoisoned
+      fill(from, bytes, kFreedFill);
+    }
+    poison(from, bytes);
+  }
+
+  // allocate() with debug checks, where the request fits between the top and the end.
+  [[nodiscard, gnu::noinline]] void* allocate_checked(std::size_t size, std::size_t padding) {
+    const auto room = static_cast<std::size_t>(end_ - top_);
+    if (padding > room || size > room - padding) return nullptr;
+    std::byte* const block = top_ + padding;
+    hand_out_checked(top_, block, block + size);
+    unpoison(block, size);
+    top_ = limit_ = block + size;
+    return block;
+  }
+
+  // With debug checks, the bytes about to be handed out, [from, until) with the padding before
+  // `block`, still hold the fill they were given back with, or a pointer kept from before wrote
+  // into them. The block is then filled with kFreshFill.
+  void hand_out_checked(std::byte* from, std::byte* block, std::byte* until) const {
+    if (from == until) return;  // `from` may be null
+    unpoison(from, static_cast<std::size_t>(until - from));
+    const std::byte* written =
+        std::find_if(from, until, [](std::byte b) { return b != std::byte{kFreedFill}; });
+    if (written != until) {
+      Message message;
+      write_report_title(message);
+      message << ": allocate found " << static_cast<const void*>(written)
+              << " written after it was given back";
+      fatal(message);
+    }
+    fill(block, static_cast<std::size_t>(until - block), kFreshFill);
+    poison(from, static_cast<std::size_t>(block - from));
+  }
+
   std::unique_ptr<std::byte[]> owned_;  // null over caller memory
   std::byte* memory_;
   std::byte* top_;  // the next byte to hand out
   std::byte* end_;
+  // How far allocate() may move the top without debug checks: the end, or with debug checks
+  // the top itself, so that every request that hands out a byte takes the checked path.
+  std::byte* limit_;
   std::size_t peak_ = 0;  // the most bytes in use at once before the last rewind
+  bool debug_;
+  std::string_view kind_;
   Name name_;
 };
 
