@@ -218,6 +218,7 @@ class FixedPool {
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 
   [[nodiscard]] std::size_t block_size() const { return owned_layout_.payload; }
+  [[nodiscard]] std::size_t alignment() const { return alignment_; }
   [[nodiscard]] std::size_t capacity() const { return capacity_; }
   [[nodiscard]] std::size_t free_count() const { return capacity_ - used_; }
   [[nodiscard]] std::size_t used_count() const { return used_; }

@@ -2,10 +2,12 @@
 //
 // - PoolResource: a std::pmr::memory_resource serving requests up to a size from FixedPools,
 //   one per power of two from 8 bytes up (requests above it, or more aligned, go upstream).
-// - FrameResource, StackResource: memory_resources over a FrameAllocator / StackAllocator.
-//   Their deallocate does nothing: the memory comes back with reset() / free_to_marker().
+// - FrameResource, StackResource: memory_resources over a FrameAllocator (or the current frame of
+//   a DoubleBufferedFrameAllocator) / StackAllocator. Their deallocate does nothing: the memory
+//   comes back with reset() / swap_buffers() / free_to_marker().
 // - StlAllocator<T, Arena>: a standard allocator over any arena with allocate(size, align) (and,
-//   if it has one, deallocate(p, size, align)), so std::vector<T, StlAllocator<T, Arena>> works.
+//   if it has one, deallocate(p, size, align)), so std::vector<T, StlAllocator<T, Arena>> works;
+//   or over a FixedPool, one T at a time, for node containers (std::list, std::map, ...).
 //
 // Exhaustion throws std::bad_alloc, as these interfaces require; a PoolResource whose chunks
 // could never be allocated throws when it is constructed. Not thread-safe, by choice.
@@ -165,25 +167,32 @@ class PoolResource final : public std::pmr::memory_resource {
 
 // A memory_resource over an arena with allocate(size, align) that returns nullptr when full.
 template <class Arena>
-class ArenaResource final : public std::pmr::memory_resource {
+class ArenaResource : public std::pmr::memory_resource {
  public:
   explicit ArenaResource(Arena& arena) : arena_(arena) {}
   [[nodiscard]] Arena& arena() const { return arena_; }
 
  private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+  void* do_allocate(std::size_t bytes, std::size_t alignment) final {
     if (void* p = arena_.allocate(bytes, alignment)) return p;
     throw std::bad_alloc();
   }
-  void do_deallocate(void*, std::size_t, std::size_t) override {}
-  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+  void do_deallocate(void*, std::size_t, std::size_t) final {}
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept final {
     return this == &other;
   }
 
   Arena& arena_;
 };
 
-using FrameResource = ArenaResource<FrameAllocator>;
+// `FrameResource per_frame(frame)` over a FrameAllocator or a DoubleBufferedFrameAllocator: the
+// frame's type is deduced (a class template, not an alias, so that clang 14 deduces it too).
+template <class Frame = FrameAllocator>
+class FrameResource final : public ArenaResource<Frame> {
+ public:
+  explicit FrameResource(Frame& frame) : ArenaResource<Frame>(frame) {}
+};
+
 using StackResource = ArenaResource<StackAllocator>;
 
 template <class T, class Arena>
@@ -196,12 +205,20 @@ class StlAllocator {
   StlAllocator(const StlAllocator<U, Arena>& other) noexcept : arena_(&other.arena()) {}
 
   [[nodiscard]] T* allocate(std::size_t n) {
-    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
-    if (void* p = arena_->allocate(n * sizeof(T), alignof(T))) return static_cast<T*>(p);
+    if constexpr (kFixedSize) {
+      if (n == 1 && sizeof(T) <= arena_->block_size() && alignof(T) <= arena_->alignment()) {
+        if (void* p = arena_->allocate()) return static_cast<T*>(p);
+      }
+    } else {
+      if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+      if (void* p = arena_->allocate(n * sizeof(T), alignof(T))) return static_cast<T*>(p);
+    }
     throw std::bad_alloc();
   }
   void deallocate(T* p, std::size_t n) noexcept {
-    if constexpr (requires { arena_->deallocate(p, n * sizeof(T), alignof(T)); }) {
+    if constexpr (kFixedSize) {
+      arena_->deallocate(p);
+    } else if constexpr (requires { arena_->deallocate(p, n * sizeof(T), alignof(T)); }) {
       arena_->deallocate(p, n * sizeof(T), alignof(T));
     }
   }
@@ -214,6 +231,10 @@ class StlAllocator {
   }
 
  private:
+  // A pool of blocks of one size (FixedPool), whose allocate() takes no size: it serves one T
+  // at a time, that a block holds.
+  static constexpr bool kFixedSize = requires(Arena & arena) { arena.allocate(); };
+
   Arena* arena_;
 };
 

@@ -14,6 +14,8 @@
 
 namespace {
 
+using poolalloc::DoubleBufferedFrameAllocator;
+using poolalloc::FixedPool;
 using poolalloc::FrameAllocator;
 using poolalloc::FrameResource;
 using poolalloc::PoolResource;
@@ -179,6 +181,18 @@ TEST(FrameResource, BacksAPmrVectorAndThrowsWhenTheFrameIsFull) {
   EXPECT_EQ(&resource.arena(), &frame);
 }
 
+TEST(FrameResource, ServesTheCurrentFrameOfADoubleBufferedFrameAllocator) {
+  DoubleBufferedFrameAllocator frames(1024);
+  FrameResource per_frame(frames);
+  EXPECT_EQ(&per_frame.arena(), &frames);
+  std::pmr::vector<int> last({1, 2, 3}, &per_frame);
+  frames.swap_buffers();
+  std::pmr::vector<int> current({4, 5}, &per_frame);
+  EXPECT_EQ(frames.used(), 2 * sizeof(int));
+  EXPECT_EQ(last[2], 3);
+  EXPECT_THROW(current.reserve(1000), std::bad_alloc);
+}
+
 TEST(FrameResource, GivesMemoryBackOnlyThroughReset) {
   FrameAllocator frame(1024);
   FrameResource resource(frame);
@@ -236,6 +250,38 @@ TEST(StlAllocator, RebindsForNodeContainersAndGivesMemoryBack) {
     EXPECT_GE(pool.used(), 100 * sizeof(int));
   }
   EXPECT_EQ(pool.used(), 0u);
+}
+
+TEST(StlAllocator, ServesNodeContainersFromAFixedPoolAndGivesTheBlocksBack) {
+  FixedPool nodes(64, 16);
+  using Allocator = StlAllocator<int, FixedPool>;
+  {
+    std::list<int, Allocator> values{Allocator(nodes)};
+    for (int i = 0; i < 16; ++i) values.push_back(i);
+    EXPECT_EQ(nodes.used_count(), 16u);
+    EXPECT_THROW(values.push_back(16), std::bad_alloc);  // the pool is full
+    values.pop_front();
+    EXPECT_EQ(nodes.used_count(), 15u);
+  }
+  EXPECT_EQ(nodes.used_count(), 0u);
+}
+
+struct alignas(64) Wide {
+  char bytes[64];
+};
+
+TEST(StlAllocator, OverAFixedPoolThrowsForWhatABlockCannotHold) {
+  FixedPool pool(32, 8, 16);
+  StlAllocator<std::uint64_t, FixedPool> words(pool);
+  EXPECT_THROW((void)words.allocate(2), std::bad_alloc);  // one object at a time
+  StlAllocator<char[33], FixedPool> large(pool);
+  EXPECT_THROW((void)large.allocate(1), std::bad_alloc);
+  StlAllocator<Wide, FixedPool> aligned(pool);
+  EXPECT_THROW((void)aligned.allocate(1), std::bad_alloc);
+  std::uint64_t* word = words.allocate(1);
+  EXPECT_EQ(pool.used_count(), 1u);
+  words.deallocate(word, 1);
+  EXPECT_EQ(pool.used_count(), 0u);
 }
 
 TEST(StlAllocator, ComparesByArena) {
