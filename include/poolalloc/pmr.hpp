@@ -2,6 +2,7 @@
 //
 // - PoolResource: a std::pmr::memory_resource serving requests up to a size from FixedPools,
 //   one per power of two from 8 bytes up (requests above it, or more aligned, go upstream).
+//   used() counts the bytes asked for, reserved() the bytes it holds.
 // - FrameResource, StackResource: memory_resources over a FrameAllocator (or the current frame of
 //   a DoubleBufferedFrameAllocator) / StackAllocator. Their deallocate does nothing: the memory
 //   comes back with reset() / swap_buffers() / free_to_marker().
@@ -42,13 +43,16 @@ class PoolResource final : public std::pmr::memory_resource {
   // is created when it is first used, with blocks_per_chunk blocks, and doubles when full.
   // Throws std::invalid_argument for blocks_per_chunk 0, and std::length_error when a chunk of
   // blocks_per_chunk of the largest blocks is over FixedPool's limit (max_blocks_per_chunk).
+  // `debug` is given to every pool.
   explicit PoolResource(std::size_t largest_block = 256, std::size_t blocks_per_chunk = 64,
-                        std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
+                        std::pmr::memory_resource* upstream = std::pmr::get_default_resource(),
+                        DebugChecks debug = kDefaultDebugChecks)
       : largest_block_(
             std::bit_ceil(std::clamp(largest_block, kSmallestBlock, kLargestBlockLimit))),
-        blocks_per_chunk_(checked_blocks_per_chunk(blocks_per_chunk, largest_block_)),
+        blocks_per_chunk_(checked_blocks_per_chunk(blocks_per_chunk, largest_block_, debug)),
         pools_(std::make_unique<FixedPool[]>(pool_index(largest_block_) + 1)),
-        upstream_(upstream) {}
+        upstream_(upstream),
+        debug_(debug) {}
 
   PoolResource(const PoolResource&) = delete;
   PoolResource& operator=(const PoolResource&) = delete;
@@ -72,20 +76,38 @@ class PoolResource final : public std::pmr::memory_resource {
   }
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 
-  // Bytes handed out and not yet given back, pooled and upstream.
+  // Bytes asked for and not yet given back, pooled and upstream: a 3-byte request counts 3,
+  // though it takes an 8-byte block.
   [[nodiscard]] std::size_t used() const { return used_; }
+  // Bytes the resource holds: the blocks of its pools, in use or free (their chunks stay until
+  // release()), and the requests upstream. Debug checks' guard bytes are not counted.
+  [[nodiscard]] std::size_t reserved() const {
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < pool_count(); ++i) {
+      bytes += pools_[i].capacity() * pools_[i].block_size();
+    }
+    for (const UpstreamBlock& block : upstream_blocks_) bytes += block.bytes;
+    return bytes;
+  }
+  [[nodiscard]] bool debug_checks() const { return debug_ == DebugChecks::on; }
   [[nodiscard]] std::size_t largest_block() const { return largest_block_; }
   [[nodiscard]] std::pmr::memory_resource* upstream() const { return upstream_; }
 
-  // `PoolResource "ui": 1200 B used, 2 blocks upstream`, then a line for each pool in use.
+  // `PoolResource "ui": 514 B used, 17153 B reserved, 8 B blocks 1 of 64, 256 B blocks 1 of 64,
+  // 1 block upstream, debug checks off`: each pool in use, its blocks used of those it holds.
   friend std::ostream& operator<<(std::ostream& out, const PoolResource& resource) {
     detail::write_title(out, "PoolResource", resource.name(), &resource)
-        << ": " << resource.used() << " B used, " << resource.upstream_blocks_.size()
-        << " blocks upstream";
+        << ": " << resource.used() << " B used, " << resource.reserved() << " B reserved";
     for (std::size_t i = 0; i < resource.pool_count(); ++i) {
-      if (resource.pools_[i].capacity() > 0) out << "\n  " << resource.pools_[i];
+      const FixedPool& pool = resource.pools_[i];
+      if (pool.capacity() > 0) {
+        out << ", " << pool.block_size() << " B blocks " << pool.used_count() << " of "
+            << pool.capacity();
+      }
     }
-    return out;
+    const std::size_t upstream = resource.upstream_blocks_.size();
+    return out << ", " << upstream << (upstream == 1 ? " block" : " blocks")
+               << " upstream, debug checks " << (resource.debug_checks() ? "on" : "off");
   }
 
  private:
@@ -97,9 +119,10 @@ class PoolResource final : public std::pmr::memory_resource {
 
   // The pool of the largest blocks has the largest chunks: if its first chunk is within the
   // limit, every pool's is.
-  static std::size_t checked_blocks_per_chunk(std::size_t blocks, std::size_t largest_block) {
+  static std::size_t checked_blocks_per_chunk(std::size_t blocks, std::size_t largest_block,
+                                              DebugChecks debug) {
     if (blocks == 0) throw std::invalid_argument("poolalloc::PoolResource: blocks_per_chunk is 0");
-    if (blocks > FixedPool::max_blocks_per_chunk(largest_block, largest_block)) {
+    if (blocks > FixedPool::max_blocks_per_chunk(largest_block, largest_block, debug)) {
       throw std::length_error("poolalloc::PoolResource: blocks_per_chunk makes chunks over 4 GiB");
     }
     return blocks;
@@ -123,7 +146,7 @@ class PoolResource final : public std::pmr::memory_resource {
       const std::size_t block = block_for(bytes, alignment);
       FixedPool& pool = pools_[pool_index(block)];
       if (pool.capacity() == 0) {
-        pool.create(block, blocks_per_chunk_, block, Growth::growable);
+        pool.create(block, blocks_per_chunk_, block, Growth::growable, debug_);
         pool.set_name(name_.c_str());
       }
       p = pool.allocate();
@@ -162,6 +185,7 @@ class PoolResource final : public std::pmr::memory_resource {
   std::pmr::memory_resource* upstream_;
   std::vector<UpstreamBlock> upstream_blocks_;  // to give back on release()
   std::size_t used_ = 0;
+  DebugChecks debug_;
   detail::Name name_;
 };
 

@@ -70,14 +70,12 @@ TEST(PoolResource, DefaultsToPoolsOf8To256BytesOf64BlocksOverTheDefaultResource)
   void* smallest = pool.allocate(1, 1);
   void* largest = pool.allocate(256, 8);
   void* upstream = pool.allocate(257, 8);
+  EXPECT_FALSE(pool.debug_checks());
   std::ostringstream out;
   out << pool;
   EXPECT_EQ(out.str(),
-            "PoolResource \"ui\": 514 B used, 1 blocks upstream\n"
-            "  FixedPool \"ui\" (block 8 B): 1 used, 63 free of 64, peak 1, 1 chunk, "
-            "debug checks off\n"
-            "  FixedPool \"ui\" (block 256 B): 1 used, 63 free of 64, peak 1, 1 chunk, "
-            "debug checks off");
+            "PoolResource \"ui\": 514 B used, 17153 B reserved, 8 B blocks 1 of 64, 256 B blocks "
+            "1 of 64, 1 block upstream, debug checks off");
   pool.deallocate(upstream, 257, 8);
   pool.deallocate(largest, 256, 8);
   pool.deallocate(smallest, 1, 1);
@@ -88,15 +86,15 @@ TEST(PoolResource, CreatesEachPoolOnFirstUseAndDoublesItWhenFull) {
   pool.set_name("ui");
   std::ostringstream empty;
   empty << pool;
-  EXPECT_EQ(empty.str(), "PoolResource \"ui\": 0 B used, 0 blocks upstream");
+  EXPECT_EQ(empty.str(),
+            "PoolResource \"ui\": 0 B used, 0 B reserved, 0 blocks upstream, debug checks off");
   std::vector<void*> blocks;
   for (int i = 0; i < 5; ++i) blocks.push_back(pool.allocate(16, 8));
   std::ostringstream grown;
   grown << pool;
   EXPECT_EQ(grown.str(),
-            "PoolResource \"ui\": 80 B used, 0 blocks upstream\n"
-            "  FixedPool \"ui\" (block 16 B): 5 used, 3 free of 8, peak 5, 2 chunks, "
-            "debug checks off");
+            "PoolResource \"ui\": 80 B used, 128 B reserved, 16 B blocks 5 of 8, 0 blocks "
+            "upstream, debug checks off");
   for (void* block : blocks) pool.deallocate(block, 16, 8);
 }
 
@@ -330,19 +328,53 @@ TEST(PoolResource, DestructionGivesBackWhatWasNeverDeallocated) {
   EXPECT_EQ((upstream.allocations - upstream.deallocations), 0);
 }
 
-TEST(PoolResource, PrintsItselfAndEachPoolInUse) {
+TEST(PoolResource, PrintsItsStateAndEachPoolInUseInOneLine) {
   PoolResource pool(64, 4);
   pool.set_name("ui");
   void* a = pool.allocate(16, 8);
   void* b = pool.allocate(100, 8);
+  void* c = pool.allocate(3, 1);
   std::ostringstream out;
   out << pool;
   EXPECT_EQ(out.str(),
-            "PoolResource \"ui\": 116 B used, 1 blocks upstream\n"
-            "  FixedPool \"ui\" (block 16 B): 1 used, 3 free of 4, peak 1, 1 chunk, "
-            "debug checks off");
+            "PoolResource \"ui\": 119 B used, 196 B reserved, 8 B blocks 1 of 4, 16 B blocks 1 "
+            "of 4, 1 block upstream, debug checks off");
   pool.deallocate(a, 16, 8);
   pool.deallocate(b, 100, 8);
+  pool.deallocate(c, 3, 1);
+}
+
+TEST(PoolResource, UsedCountsTheBytesAskedForAndReservedTheBytesItHolds) {
+  CountingResource upstream;
+  PoolResource pool(64, 4, &upstream);
+  void* small = pool.allocate(3, 1);  // an 8-byte block, in a pool of 4
+  void* large = pool.allocate(100, 8);
+  EXPECT_EQ(pool.used(), 103u);
+  EXPECT_EQ(pool.reserved(), 4 * 8 + 100u);
+  pool.deallocate(small, 3, 1);
+  pool.deallocate(large, 100, 8);
+  EXPECT_EQ(pool.used(), 0u);
+  EXPECT_EQ(pool.reserved(), 4 * 8u);  // the pool's chunk stays until release()
+  pool.release();
+  EXPECT_EQ(pool.reserved(), 0u);
+}
+
+TEST(PoolResource, PassesItsDebugChecksToItsPools) {
+  PoolResource pool(64, 4, std::pmr::get_default_resource(), poolalloc::DebugChecks::on);
+  EXPECT_TRUE(pool.debug_checks());
+  auto* block = static_cast<unsigned char*>(pool.allocate(16, 8));
+  EXPECT_EQ(block[15], 0xA5);  // a debug pool's fill
+  pool.deallocate(block, 16, 8);
+}
+
+using PoolResourceDeathTest = ::testing::Test;
+
+TEST_F(PoolResourceDeathTest, WithDebugChecksADoubleDeallocateIsReported) {
+  PoolResource pool(64, 4, std::pmr::get_default_resource(), poolalloc::DebugChecks::on);
+  pool.set_name("ui");
+  void* block = pool.allocate(16, 8);
+  pool.deallocate(block, 16, 8);
+  EXPECT_DEATH(pool.deallocate(block, 16, 8), "FixedPool \"ui\" .*double free");
 }
 
 }  // namespace
