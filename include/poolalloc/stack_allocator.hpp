@@ -16,7 +16,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
-#include <utility>
 
 #include "detail/bump_region.hpp"
 #include "detail/message.hpp"
@@ -26,16 +25,17 @@ namespace poolalloc {
 class StackAllocator : private detail::BumpRegion {
  public:
   // A position in one stack, and the stack's count of frees when it was taken: markers are equal
-  // when they mark the same position.
+  // when they mark the same position. Markers stay valid across a move: the memory they point
+  // into moves along.
   class Marker {
    public:
     friend bool operator==(Marker a, Marker b) { return a.top_ == b.top_; }
 
    private:
     friend class StackAllocator;
-    Marker(std::byte* top, std::uint64_t frees) : top_(top), frees_(frees) {}
+    Marker(std::byte* top, std::uint64_t rewinds) : top_(top), rewinds_(rewinds) {}
     std::byte* top_;
-    std::uint64_t frees_;
+    std::uint64_t rewinds_;
   };
 
   explicit StackAllocator(std::size_t capacity_bytes, DebugChecks debug = kDefaultDebugChecks)
@@ -44,23 +44,11 @@ class StackAllocator : private detail::BumpRegion {
   StackAllocator(void* buffer, std::size_t bytes, DebugChecks debug = kDefaultDebugChecks)
       : BumpRegion("StackAllocator", buffer, bytes, debug) {}
 
-  // Markers stay valid across a move: the memory they point into moves along.
-  StackAllocator(StackAllocator&& other) noexcept
-      : BumpRegion(std::move(other)),
-        frees_(std::exchange(other.frees_, 0)),
-        last_free_(std::exchange(other.last_free_, nullptr)) {}
-  StackAllocator& operator=(StackAllocator&& other) noexcept {
-    BumpRegion::operator=(std::move(other));
-    frees_ = std::exchange(other.frees_, 0);
-    last_free_ = std::exchange(other.last_free_, nullptr);
-    return *this;
-  }
-
   using BumpRegion::allocate;
   using BumpRegion::new_array;
   using BumpRegion::new_object;
 
-  [[nodiscard]] Marker marker() const { return Marker(top(), frees_); }
+  [[nodiscard]] Marker marker() const { return Marker(top(), rewinds()); }
 
   // Gives back everything allocated since `m` was taken. Three markers are reported, and abort,
   // each for two compares: one of another stack (outside this one's memory), one above the top
@@ -72,13 +60,11 @@ class StackAllocator : private detail::BumpRegion {
       fail_free_to_marker(m, "is of another stack");
     if (m.top_ > top()) [[unlikely]]
       fail_free_to_marker(m, "is above the top; that memory was already given back");
-    if (m.frees_ < frees_ && m.top_ > last_free_) [[unlikely]]
+    if (m.rewinds_ < rewinds() && m.top_ > last_rewind()) [[unlikely]]
       fail_free_to_marker(
           m,
           "was taken before a free below it; that memory was given back and may be another's now");
     rewind(m.top_);
-    ++frees_;
-    last_free_ = m.top_;
   }
 
   using BumpRegion::capacity;
@@ -93,7 +79,8 @@ class StackAllocator : private detail::BumpRegion {
   }
 
  private:
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_free_to_marker(Marker m, const char* what) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_free_to_marker(Marker m,
+                                                                  const char* what) const {
     detail::Message message;
     write_report_title(message);
     message << ": free_to_marker(";
@@ -105,9 +92,6 @@ class StackAllocator : private detail::BumpRegion {
     message << ") " << what;
     detail::fatal(message);
   }
-
-  std::uint64_t frees_ = 0;         // free_to_marker calls so far
-  std::byte* last_free_ = nullptr;  // where the last one freed to
 };
 
 // Frees the stack to the marker taken at construction when the scope ends.

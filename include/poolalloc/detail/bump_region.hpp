@@ -60,6 +60,8 @@ class BumpRegion {
         end_(std::exchange(other.end_, nullptr)),
         limit_(std::exchange(other.limit_, nullptr)),
         peak_(std::exchange(other.peak_, 0)),
+        rewinds_(std::exchange(other.rewinds_, 0)),
+        last_rewind_(std::exchange(other.last_rewind_, nullptr)),
         debug_(other.debug_),
         kind_(other.kind_),
         name_(other.name_) {}
@@ -74,6 +76,8 @@ class BumpRegion {
       end_ = std::exchange(other.end_, nullptr);
       limit_ = std::exchange(other.limit_, nullptr);
       peak_ = std::exchange(other.peak_, 0);
+      rewinds_ = std::exchange(other.rewinds_, 0);
+      last_rewind_ = std::exchange(other.last_rewind_, nullptr);
       debug_ = other.debug_;
       name_ = other.name_;
     }
@@ -130,6 +134,9 @@ class BumpRegion {
  protected:
   [[nodiscard]] std::byte* bottom() const { return memory_; }
   [[nodiscard]] std::byte* top() const { return top_; }
+  // How many rewinds there were, and where the last one went: what tells a stack's stale marker.
+  [[nodiscard]] std::uint64_t rewinds() const { return rewinds_; }
+  [[nodiscard]] std::byte* last_rewind() const { return last_rewind_; }
   [[nodiscard]] std::size_t offset(const std::byte* p) const {
     return static_cast<std::size_t>(p - memory_);
   }
@@ -148,6 +155,8 @@ class BumpRegion {
     mark_given_back(to, top_);
     top_ = to;
     if (debug_) limit_ = to;
+    ++rewinds_;
+    last_rewind_ = to;
   }
 
   // `FrameAllocator "scratch" (300 of 65536 B used)`, to begin a report.
@@ -213,6 +222,8 @@ class BumpRegion {
   // the top itself, so that every request that hands out a byte takes the checked path.
   std::byte* limit_;
   std::size_t peak_ = 0;  // the most bytes in use at once before the last rewind
+  std::uint64_t rewinds_ = 0;
+  std::byte* last_rewind_ = nullptr;
   bool debug_;
   std::string_view kind_;
   Name name_;
