@@ -230,7 +230,7 @@ void describe(detail::Message& message, const BlockRecord& record) {
 void report(detail::Message& message) {
   if (g_options.abort_on_error) detail::fatal(message);
   message << "\n";
-  message.write_to(STDERR_FILENO);
+  message.write_to_stderr();
 }
 
 // Checks the guard bytes of a live block; reports an overwrite, naming `when` it was seen.
@@ -468,14 +468,14 @@ void report_leaks() {
   header << "poolalloc-debug: leak report: " << total_bytes << " bytes in "
          << std::uint64_t{g_registry.size()} << " blocks from " << std::uint64_t{site_count}
          << " call sites\n";
-  header.write_to(STDERR_FILENO);
+  header.write_to_stderr();
   for (std::size_t i = 0; i < site_count; ++i) {
     detail::Message line;
     line << "poolalloc-debug:   " << sites[i].bytes << " bytes in " << sites[i].blocks
          << " blocks allocated at ";
     append_call_site(line, sites[i].site);
     line << "\n";
-    line.write_to(STDERR_FILENO);
+    line.write_to_stderr();
   }
   os_unmap(sites, capacity * sizeof(LeakSite));
 }

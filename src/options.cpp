@@ -75,7 +75,7 @@ void report_invalid(Option option, std::string_view text, std::string_view expec
   message << "poolalloc: ignoring " << option_name(option) << "=";
   append_shown(message, text, kShownValue);
   message << " (expected " << expected << "); using " << default_value << "\n";
-  message.write_to(STDERR_FILENO);
+  message.write_to_stderr();
 }
 
 void taken(Option option) {
@@ -180,13 +180,13 @@ void report_misspelt_options() {
     message << "poolalloc: unknown option ";
     append_shown(message, text, kShownValue);
     message << " ignored (did you mean " << meant << "?)\n";
-    message.write_to(STDERR_FILENO);
+    message.write_to_stderr();
   }
   if (misspelt > kMostShown) {
     detail::Message message;
     message << "poolalloc: " << misspelt - kMostShown
             << " more misspelt POOLALLOC_* options ignored\n";
-    message.write_to(STDERR_FILENO);
+    message.write_to_stderr();
   }
 }
 

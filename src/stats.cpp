@@ -257,7 +257,9 @@ void print_to_stats_file() {
   append_shown(message, expanded ? path : g_options.stats_path, 200);
   const char* reason = strerrordesc_np(error);
   message << ": " << (reason != nullptr ? reason : "error") << "\n";
-  message.write_to(fd);
+  OutputBuffer out(fd);
+  out << message;
+  out.flush();
 }
 
 int saturated(std::size_t value) {

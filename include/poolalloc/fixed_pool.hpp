@@ -30,6 +30,7 @@
 
 #include "debug_checks.hpp"
 #include "detail/block_layout.hpp"
+#include "detail/cold.hpp"
 #include "detail/debug_blocks.hpp"
 #include "detail/lazy_block_list.hpp"
 #include "detail/message.hpp"
@@ -60,7 +61,7 @@ inline void write_leaks_listed(Message& message, LeakReport report, std::uint64_
   if (!lists_leak(report, leaked - 1))
     message << " (the first " << kLeakReportSummaryLines << " listed)";
   message << "\n";
-  message.write_to(STDERR_FILENO);
+  message.write_to_stderr();
 }
 }  // namespace detail
 
@@ -483,7 +484,7 @@ class FixedPool {
         if (detail::lists_leak(leak_report_, leaked)) {
           detail::Message message = describe();
           message << "leaked block " << static_cast<const void*>(chunk.blocks.block_at(i)) << "\n";
-          message.write_to(STDERR_FILENO);
+          message.write_to_stderr();
         }
         ++leaked;
       }
@@ -502,19 +503,19 @@ class FixedPool {
     return message;
   }
 
-  [[noreturn, gnu::cold, gnu::noinline]] void fail(std::string_view fault) const {
+  [[noreturn, POOLALLOC_COLD]] void fail(std::string_view fault) const {
     detail::Message message = describe();
     message << fault;
     detail::fatal(message);
   }
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_deallocate(const void* block,
-                                                              std::string_view fault) const {
+  [[noreturn, POOLALLOC_COLD]] void fail_deallocate(const void* block,
+                                                    std::string_view fault) const {
     detail::Message message = describe();
     message << "deallocate of " << block << fault;
     detail::fatal(message);
   }
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_block(const void* block, std::string_view before,
-                                                         std::string_view after) const {
+  [[noreturn, POOLALLOC_COLD]] void fail_block(const void* block, std::string_view before,
+                                               std::string_view after) const {
     detail::Message message = describe();
     message << before << block << after;
     detail::fatal(message);

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/cold.hpp"
 #include "detail/debug_blocks.hpp"
 #include "detail/handle_table.hpp"
 #include "detail/message.hpp"
@@ -498,7 +499,7 @@ class Pool {
       detail::Message message = describe();
       message << "live object " << static_cast<const void*>(&object)
               << " destroyed with the pool\n";
-      message.write_to(STDERR_FILENO);
+      message.write_to_stderr();
       ++listed;
     }
     detail::Message message = describe();
@@ -506,15 +507,14 @@ class Pool {
     detail::write_leaks_listed(message, leak_report_, size_);
   }
 
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_object(std::string_view operation,
-                                                          const void* object,
-                                                          std::string_view fault) const {
+  [[noreturn, POOLALLOC_COLD]] void fail_object(std::string_view operation, const void* object,
+                                                std::string_view fault) const {
     detail::Message message = describe();
     message << operation << " of " << object << fault;
     detail::fatal(message);
   }
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_handle(std::string_view operation,
-                                                          Handle<T> handle) const {
+  [[noreturn, POOLALLOC_COLD]] void fail_handle(std::string_view operation,
+                                                Handle<T> handle) const {
     detail::Message message = describe();
     message << operation << " of handle (id " << handle.id() << ", generation "
             << handle.generation() << "), which refers to no live object of this pool";

@@ -1,14 +1,13 @@
-// A one-line message built in a fixed buffer and written with write(2): usable where nothing
-// may allocate (inside malloc, before main, in a dying process).
+// A one-line message built in a fixed buffer and written to stderr through error_output.hpp:
+// usable where nothing may allocate (inside malloc, before main, in a dying process).
 #pragma once
-
-#include <pthread.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+
+#include "error_output.hpp"
 
 namespace poolalloc::detail {
 
@@ -60,16 +59,7 @@ class Message {
 
   [[nodiscard]] std::string_view text() const { return {buffer_, length_}; }
 
-  // Writes the whole buffer, retrying on short writes and EINTR; errors are ignored because
-  // there is nowhere left to report them.
-  void write_to(int fd) const {
-    std::size_t done = 0;
-    while (done < length_) {
-      const ssize_t n = ::write(fd, buffer_ + done, length_ - done);
-      if (n <= 0) return;
-      done += static_cast<std::size_t>(n);
-    }
-  }
+  void write_to_stderr() const { detail::write_to_stderr(text()); }
 
  private:
   static constexpr std::size_t kCapacity = 512;
@@ -80,28 +70,11 @@ class Message {
   std::size_t length_ = 0;
 };
 
-// For its lifetime, the thread cannot be cancelled: an output started under it is finished.
-// write(2), and the open and read of the files a report names things from, are cancellation
-// points; a thread with a cancellation pending (deferred, the default) would otherwise be
-// cancelled in the middle of a report, leaving it cut and any lock held then held for ever.
-// glibc's malloc_stats does the same. The request is acted upon at the thread's next
-// cancellation point after the output.
-class NoCancellation {
- public:
-  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &saved_); }
-  ~NoCancellation() { pthread_setcancelstate(saved_, nullptr); }
-  NoCancellation(const NoCancellation&) = delete;
-  NoCancellation& operator=(const NoCancellation&) = delete;
-
- private:
-  int saved_ = PTHREAD_CANCEL_ENABLE;
-};
-
 // Misuse that would otherwise corrupt memory: say what and where on stderr, then abort.
 [[noreturn]] inline void fatal(Message& message) {
   const NoCancellation whole_report;  // the report, then abort: never a cancelled thread
   message << "\n";
-  message.write_to(STDERR_FILENO);
+  message.write_to_stderr();
   std::abort();
 }
 
