@@ -43,6 +43,23 @@ TEST(LazyBlockList, HoldsABlockOnlyWhereOneOfItsBlocksStarts) {
   EXPECT_FALSE(LazyBlockList().holds_block(nullptr));
 }
 
+// The quotient is built from two 32-bit products; its error would show first where the products
+// are largest: numerators at the top of the 32-bit range, around the multiples of each divisor.
+TEST(BlockDivider, MatchesDivisionForEveryDivisorUpTo65536NearEveryPowerOfTwoMultiple) {
+  for (std::uint32_t d = 4; d <= 65536; ++d) {
+    const BlockDivider div(d);
+    const std::uint32_t last_multiple = UINT32_MAX - UINT32_MAX % d;
+    for (std::uint32_t k = 1; k <= UINT32_MAX / d; k *= 2) {
+      for (std::uint32_t m : {k * d, last_multiple - (k - 1) * d}) {
+        for (std::uint32_t n : {m - 1, m, m + 1}) {
+          ASSERT_EQ(div.quotient(n), n / d) << n << " / " << d;
+          ASSERT_EQ(div.divides(n), n % d == 0) << n << " % " << d;
+        }
+      }
+    }
+  }
+}
+
 TEST(LazyBlockList, HandsOutEveryBlockOnceThenNullptr) {
   std::vector<std::uint32_t> memory(8 * 4);
   LazyBlockList list(memory.data(), 16, 8);

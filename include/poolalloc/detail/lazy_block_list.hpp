@@ -27,8 +27,12 @@ class BlockDivider {
   constexpr BlockDivider() = default;
   constexpr explicit BlockDivider(std::uint32_t divisor) : magic_(UINT64_MAX / divisor + 1) {}
 
+  // The high 64 bits of the 96-bit product magic * n, from two 32x32-bit products in standard
+  // C++ (no 128-bit type): magic = high * 2^32 + low, and the carry of low * n into the high half
+  // is its upper 32 bits. high * n plus that carry stays below 2^64.
   [[nodiscard]] constexpr std::uint32_t quotient(std::uint32_t n) const {
-    return static_cast<std::uint32_t>((static_cast<unsigned __int128>(magic_) * n) >> 64);
+    const std::uint64_t carry = (magic_ & UINT32_MAX) * n >> 32;
+    return static_cast<std::uint32_t>(((magic_ >> 32) * n + carry) >> 32);
   }
   [[nodiscard]] constexpr bool divides(std::uint32_t n) const { return product(n) <= magic_ - 1; }
 
