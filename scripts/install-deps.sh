@@ -8,6 +8,9 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
   # checks
   clang-format clang-tidy
+  # the toolkit's tests for Windows: mingw-w64 (posix threads, for std::thread) and wine to run
+  # them; GoogleTest built from the googletest package's sources
+  g++-mingw-w64-x86-64-posix wine wine64
   # the debugging recipes of docs/debugging.md, run by a test; man --warnings on the man pages
   valgrind gdb man-db groff-base
   # install and package tests: pkg-config consumers, cpack -G DEB (dpkg-shlibdeps, file), the

@@ -6,7 +6,9 @@
 #   4. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the thread-related tests under ThreadSanitizer;
 #   6. the libFuzzer target of the malloc for PA_TEST_FUZZ_SECONDS (default 60);
-#   7. the Debian package (cpack -G DEB) installed with apt-get in a fresh Debian 12 root, where
+#   7. the toolkit's tests built for Windows with mingw-w64 and run under wine (the malloc is
+#      Linux-only);
+#   8. the Debian package (cpack -G DEB) installed with apt-get in a fresh Debian 12 root, where
 #      poolalloc --stats runs python3. debootstrap builds that root (build/debian-root, kept for
 #      later runs) in the background from the start, so that its download overlaps the builds.
 # Every stage ends with the seconds it took.
@@ -62,6 +64,10 @@ check tsan
 stage "libFuzzer: malloc_fuzzer for ${PA_TEST_FUZZ_SECONDS:-60} s"
 build fuzz
 check fuzz
+
+stage "mingw-w64 + wine: toolkit tests"
+build mingw
+check mingw
 
 stage "Debian package: apt-get install in a fresh Debian 12 root, poolalloc --stats python3"
 status=0

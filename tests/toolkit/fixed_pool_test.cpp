@@ -12,9 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <sys/mman.h>
-
 #include "address_text.hpp"
+#include "reserved_address_space.hpp"
 
 namespace {
 
@@ -315,16 +314,12 @@ TEST(FixedPool, GrowRefusesMemoryThatAddsNoBlockEvenWithTheLeftOver) {
 // no block.
 TEST(FixedPool, OverCallerMemoryOfMoreThan4GiBTakesAsManyBlocksAsAChunkHolds) {
   const std::size_t bytes = std::size_t{5} << 30;
-  void* memory =
-      mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(memory, MAP_FAILED);
-  {
-    FixedPool pool;
-    ASSERT_TRUE(pool.create(memory, bytes, 16, 16));
-    EXPECT_EQ(pool.capacity(), FixedPool::max_blocks_per_chunk(16, 16));
-    EXPECT_EQ(pool.capacity(), UINT32_MAX / 16);
-  }
-  munmap(memory, bytes);
+  const ReservedAddressSpace memory(bytes);
+  ASSERT_NE(memory.start(), nullptr);
+  FixedPool pool;
+  ASSERT_TRUE(pool.create(memory.start(), bytes, 16, 16));
+  EXPECT_EQ(pool.capacity(), FixedPool::max_blocks_per_chunk(16, 16));
+  EXPECT_EQ(pool.capacity(), UINT32_MAX / 16);
 }
 
 TEST(FixedPool, OwnsOnlyItsBlocks) {
@@ -362,22 +357,23 @@ TEST_F(FixedPoolDeathTest, DeallocateOfAPointerOutsideThePoolAborts) {
   FixedPool pool(64, 4);
   int local = 0;
   EXPECT_DEATH(pool.deallocate(&local),
-               "poolalloc: FixedPool 0x[0-9a-f]+ \\(block 64 B\\): "
-               "deallocate of 0x[0-9a-f]+ outside the pool");
+               "poolalloc: FixedPool 0x\\w+ \\(block 64 B\\): "
+               "deallocate of 0x\\w+ outside the pool");
 }
 
 TEST_F(FixedPoolDeathTest, DeallocateOnAPoolNeverCreatedAborts) {
   FixedPool pool;
   int local = 0;
-  EXPECT_DEATH(pool.deallocate(&local), "deallocate of " + hex(&local) + " outside the pool");
+  EXPECT_DEATH(pool.deallocate(&local),
+               "deallocate of " + death_test_hex(&local) + " outside the pool");
 }
 
 TEST_F(FixedPoolDeathTest, DeallocateOfAnInteriorPointerAborts) {
   FixedPool pool(48, 4, 16);
   auto* block = static_cast<char*>(pool.allocate());
-  EXPECT_DEATH(pool.deallocate(block + 8),
-               "FixedPool 0x[0-9a-f]+ \\(block 48 B\\): deallocate of " + hex(block + 8) +
-                   " not on a block boundary");
+  EXPECT_DEATH(pool.deallocate(block + 8), "FixedPool 0x\\w+ \\(block 48 B\\): deallocate of " +
+                                               death_test_hex(block + 8) +
+                                               " not on a block boundary");
 }
 
 TEST_F(FixedPoolDeathTest, DeallocateIntoAnEarlierChunkIsChecked) {
@@ -385,7 +381,8 @@ TEST_F(FixedPoolDeathTest, DeallocateIntoAnEarlierChunkIsChecked) {
   auto* first = static_cast<char*>(pool.allocate());
   (void)pool.allocate();
   (void)pool.allocate();  // the current chunk is now the second one
-  EXPECT_DEATH(pool.deallocate(first + 4), "deallocate of " + hex(first + 4) + " not on a block");
+  EXPECT_DEATH(pool.deallocate(first + 4),
+               "deallocate of " + death_test_hex(first + 4) + " not on a block");
 }
 
 TEST_F(FixedPoolDeathTest, VerifyReportsACorruptedFreeList) {
@@ -395,7 +392,7 @@ TEST_F(FixedPoolDeathTest, VerifyReportsACorruptedFreeList) {
   pool.deallocate(a);
   const std::uint32_t never_handed_out = 3;
   std::memcpy(a, &never_handed_out, sizeof never_handed_out);  // a write after free
-  EXPECT_DEATH(pool.verify(), "FixedPool 0x[0-9a-f]+ \\(block 16 B\\): free list corrupted");
+  EXPECT_DEATH(pool.verify(), "FixedPool 0x\\w+ \\(block 16 B\\): free list corrupted");
 }
 
 TEST(FixedPool, ShrinkGivesBackTrailingChunksWithoutLiveBlocks) {
@@ -654,8 +651,8 @@ TEST_F(FixedPoolDebugDeathTest, DoubleFreeAborts) {
   FixedPool pool(64, 4, 16, Growth::fixed, DebugChecks::on);
   void* block = pool.allocate();
   pool.deallocate(block);
-  EXPECT_DEATH(pool.deallocate(block), "FixedPool 0x[0-9a-f]+ \\(block 64 B\\): deallocate of " +
-                                           hex(block) +
+  EXPECT_DEATH(pool.deallocate(block), "FixedPool 0x\\w+ \\(block 64 B\\): deallocate of " +
+                                           death_test_hex(block) +
                                            ", which is already free \\(double free\\)");
 }
 
@@ -665,21 +662,23 @@ TEST_F(FixedPoolDebugDeathTest, FreeOfABlockNeverHandedOutAborts) {
   auto* b = static_cast<char*>(pool.allocate());
   char* never = b + (b - a);
   EXPECT_DEATH(pool.deallocate(never),
-               "deallocate of " + hex(never) + ", which was never allocated");
+               "deallocate of " + death_test_hex(never) + ", which was never allocated");
 }
 
 TEST_F(FixedPoolDebugDeathTest, OverwrittenGuardBeforeABlockAbortsOnDeallocate) {
   FixedPool pool(64, 4, 16, Growth::fixed, DebugChecks::on);
   auto* block = static_cast<char*>(pool.allocate());
   block[-1] = 0;
-  EXPECT_DEATH(pool.deallocate(block), "guard bytes before block " + hex(block) + " overwritten");
+  EXPECT_DEATH(pool.deallocate(block),
+               "guard bytes before block " + death_test_hex(block) + " overwritten");
 }
 
 TEST_F(FixedPoolDebugDeathTest, OverwrittenGuardAfterABlockAbortsOnDeallocate) {
   FixedPool pool(60, 4, 16, Growth::fixed, DebugChecks::on);
   auto* block = static_cast<char*>(pool.allocate());
   block[60] = 0;  // one past the end
-  EXPECT_DEATH(pool.deallocate(block), "guard bytes after block " + hex(block) + " overwritten");
+  EXPECT_DEATH(pool.deallocate(block),
+               "guard bytes after block " + death_test_hex(block) + " overwritten");
 }
 
 TEST_F(FixedPoolDebugDeathTest, VerifyFindsAnOverflowIntoALiveBlocksGuard) {
@@ -687,7 +686,7 @@ TEST_F(FixedPoolDebugDeathTest, VerifyFindsAnOverflowIntoALiveBlocksGuard) {
   auto* block = static_cast<char*>(pool.allocate());
   (void)pool.allocate();
   block[17] = 0;
-  EXPECT_DEATH(pool.verify(), "guard bytes after block " + hex(block) + " overwritten");
+  EXPECT_DEATH(pool.verify(), "guard bytes after block " + death_test_hex(block) + " overwritten");
 }
 
 TEST_F(FixedPoolDebugDeathTest, WriteAfterFreeIsFoundByVerifyAndOnReuse) {
@@ -695,8 +694,9 @@ TEST_F(FixedPoolDebugDeathTest, WriteAfterFreeIsFoundByVerifyAndOnReuse) {
   auto* block = static_cast<char*>(pool.allocate());
   pool.deallocate(block);
   block[8] = 1;
-  EXPECT_DEATH(pool.verify(), "block " + hex(block) + " written after it was freed");
-  EXPECT_DEATH((void)pool.allocate(), "block " + hex(block) + " written after it was freed");
+  EXPECT_DEATH(pool.verify(), "block " + death_test_hex(block) + " written after it was freed");
+  EXPECT_DEATH((void)pool.allocate(),
+               "block " + death_test_hex(block) + " written after it was freed");
 }
 
 TEST_F(FixedPoolDebugDeathTest, DoubleFreeInACallerChunkOfAnOwningPoolAborts) {
@@ -706,8 +706,8 @@ TEST_F(FixedPoolDebugDeathTest, DoubleFreeInACallerChunkOfAnOwningPoolAborts) {
   void* block = pool.allocate();  // the chunk added last serves first
   ASSERT_EQ(block, static_cast<void*>(buffer));
   pool.deallocate(block);
-  EXPECT_DEATH(pool.deallocate(block),
-               "deallocate of " + hex(block) + ", which is already free \\(double free\\)");
+  EXPECT_DEATH(pool.deallocate(block), "deallocate of " + death_test_hex(block) +
+                                           ", which is already free \\(double free\\)");
 }
 
 }  // namespace

@@ -494,9 +494,9 @@ TEST_F(PoolDeathTest, DespawnOfAForeignObjectAbortsBeforeItsDestructorRuns) {
   Pool<LoudOnDestruction> pool(4);
   LoudOnDestruction outsider;
   EXPECT_DEATH(pool.despawn(&outsider),
-               "^poolalloc: Pool 0x[0-9a-f]+ \\(object 4 B\\): "
+               "^poolalloc: Pool 0x\\w+ \\(object 4 B\\): "
                "despawn of " +
-                   hex(&outsider) + " outside the pool");
+                   death_test_hex(&outsider) + " outside the pool");
 }
 
 TEST_F(PoolDeathTest, DoubleDespawnAbortsBeforeTheDestructorRunsTwice) {
@@ -505,15 +505,16 @@ TEST_F(PoolDeathTest, DoubleDespawnAbortsBeforeTheDestructorRunsTwice) {
   testing::internal::CaptureStderr();
   pool.despawn(object);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "destructor ran\n");
-  EXPECT_DEATH(pool.despawn(object), "^poolalloc: Pool 0x[0-9a-f]+ \\(object 4 B\\): despawn of " +
-                                         hex(object) + ", which is not alive");
+  EXPECT_DEATH(pool.despawn(object), "^poolalloc: Pool 0x\\w+ \\(object 4 B\\): despawn of " +
+                                         death_test_hex(object) + ", which is not alive");
 }
 
 TEST_F(PoolDeathTest, DespawnOfAnInteriorPointerAborts) {
   Pool<CacheLine> pool(4);
   CacheLine* object = pool.spawn();
   auto* inside = reinterpret_cast<CacheLine*>(object->bytes + 8);
-  EXPECT_DEATH(pool.despawn(inside), "despawn of " + hex(inside) + " not at the start of a slot");
+  EXPECT_DEATH(pool.despawn(inside),
+               "despawn of " + death_test_hex(inside) + " not at the start of a slot");
   pool.despawn(object);
 }
 
@@ -522,7 +523,7 @@ TEST_F(PoolDeathTest, DespawnOfAStaleHandleAborts) {
   const Handle<Counted> handle = pool.handle_of(pool.spawn(1));
   pool.despawn(handle);
   EXPECT_DEATH(pool.despawn(handle),
-               "despawn of handle \\(id 0, generation [0-9]+\\), which refers to no live object");
+               "despawn of handle \\(id 0, generation \\w+\\), which refers to no live object");
 }
 
 TEST_F(PoolDeathTest, DespawnOfAHandleOfAnotherPoolAborts) {
@@ -540,7 +541,7 @@ TEST_F(PoolDeathTest, HandleOfAnObjectOfAnotherPoolAborts) {
   Pool<Counted> second(4);
   Counted* foreign = second.spawn(1);
   EXPECT_DEATH((void)first.handle_of(foreign),
-               "handle_of of " + hex(foreign) + " outside the pool");
+               "handle_of of " + death_test_hex(foreign) + " outside the pool");
 }
 
 TEST_F(PoolDeathTest, HandleOfAnObjectNoLongerAliveAborts) {
@@ -548,7 +549,7 @@ TEST_F(PoolDeathTest, HandleOfAnObjectNoLongerAliveAborts) {
   Counted* object = pool.spawn(1);
   pool.despawn(object);
   EXPECT_DEATH((void)pool.handle_of(object),
-               "^poolalloc: Pool 0x[0-9a-f]+ \\(object 4 B\\): handle_of of " + hex(object) +
+               "^poolalloc: Pool 0x\\w+ \\(object 4 B\\): handle_of of " + death_test_hex(object) +
                    ", which is not alive");
 }
 
@@ -557,8 +558,8 @@ TEST_F(PoolDeathTest, AWriteAfterDespawnIsFoundOnTheNextSpawnWithDebugChecks) {
   Counted* object = pool.spawn(1);
   pool.despawn(object);
   reinterpret_cast<unsigned char*>(object)[2] = 0;
-  EXPECT_DEATH((void)pool.spawn(2),
-               "spawn of " + hex(object) + ": the slot was written after its object was despawned");
+  EXPECT_DEATH((void)pool.spawn(2), "spawn of " + death_test_hex(object) +
+                                        ": the slot was written after its object was despawned");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -19,14 +20,17 @@ constexpr std::size_t kHeader = 2 * sizeof(std::size_t);
 // The allocation that many allocations from now fails (1: the next one); 0: none fails.
 std::size_t fail_in = 0;
 
+// The header holds the size and the block's distance from what malloc returned: an aligned
+// start is found inside a larger block, as Windows has no posix_memalign.
 void* take(std::size_t bytes, std::size_t alignment) {
   if (fail_in != 0 && --fail_in == 0) return nullptr;
   alignment = std::max(alignment, kHeader);
-  void* base = nullptr;
-  if (posix_memalign(&base, alignment, alignment + bytes) != 0) return nullptr;
-  auto* block = static_cast<std::byte*>(base) + alignment;
+  auto* base = static_cast<std::byte*>(std::malloc(2 * alignment + bytes));
+  if (base == nullptr) return nullptr;
+  const auto address = reinterpret_cast<std::uintptr_t>(base);
+  auto* block = base + ((address + alignment - 1) & ~(alignment - 1)) - address + alignment;
   reinterpret_cast<std::size_t*>(block)[-1] = bytes;
-  reinterpret_cast<std::size_t*>(block)[-2] = alignment;
+  reinterpret_cast<std::size_t*>(block)[-2] = static_cast<std::size_t>(block - base);
   live_bytes += bytes;
   return block;
 }
