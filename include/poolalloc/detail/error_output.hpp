@@ -42,7 +42,8 @@ inline void write_to_stderr(std::string_view text) {
 // cancellation point after the output. Windows threads have no deferred cancellation: nothing to
 // hold off there.
 #if defined(_WIN32)
-class NoCancellation {
+// [[maybe_unused]]: a variable of this type does nothing here, and is not to be warned of.
+class [[maybe_unused]] NoCancellation {
  public:
   NoCancellation() = default;
   NoCancellation(const NoCancellation&) = delete;
