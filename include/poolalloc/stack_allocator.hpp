@@ -18,6 +18,7 @@
 #include <ostream>
 
 #include "detail/bump_region.hpp"
+#include "detail/cold.hpp"
 #include "detail/message.hpp"
 
 namespace poolalloc {
@@ -79,8 +80,7 @@ class StackAllocator : private detail::BumpRegion {
   }
 
  private:
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_free_to_marker(Marker m,
-                                                                  const char* what) const {
+  [[noreturn, POOLALLOC_COLD]] void fail_free_to_marker(Marker m, const char* what) const {
     detail::Message message;
     write_report_title(message);
     message << ": free_to_marker(";

@@ -18,6 +18,7 @@
 
 #include "../debug_checks.hpp"
 #include "align.hpp"
+#include "cold.hpp"
 #include "debug_blocks.hpp"
 #include "message.hpp"
 #include "name.hpp"
@@ -185,7 +186,7 @@ class BumpRegion {
   }
 
   // allocate() with debug checks, where the request fits between the top and the end.
-  [[nodiscard, gnu::noinline]] void* allocate_checked(std::size_t size, std::size_t padding) {
+  [[nodiscard, POOLALLOC_NOINLINE]] void* allocate_checked(std::size_t size, std::size_t padding) {
     const auto room = static_cast<std::size_t>(end_ - top_);
     if (padding > room || size > room - padding) return nullptr;
     std::byte* const block = top_ + padding;
