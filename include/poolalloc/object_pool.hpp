@@ -156,6 +156,8 @@ class Pool {
       if (destroying_) return;  // destroyed by clear() already, before the despawning destructor
       fail_object("despawn", object, ", which is not alive");
     }
+    if (is_dying(slot)) [[unlikely]]
+      return;
     destroy_slot(slot);
   }
 
@@ -168,6 +170,8 @@ class Pool {
       if (destroying_) return;  // as despawn(T*)
       fail_handle("despawn", handle);
     }
+    if (is_dying(slot)) [[unlikely]]
+      return;
     destroy_slot(slot);
   }
 
@@ -358,6 +362,7 @@ class Pool {
     swap(growth_, other.growth_);
     swap(debug_, other.debug_);
     swap(destroying_, other.destroying_);
+    swap(dying_, other.dying_);
     swap(leak_report_, other.leak_report_);
     swap(name_, other.name_);
   }
@@ -460,12 +465,29 @@ class Pool {
     return slot == detail::SlotBitmap::kNone ? nullptr : address_of(slot);
   }
 
+  // The slot stays used while its destructor runs, so that nothing the destructor spawns takes
+  // it; the destructor's own despawns of the object (directly, or through objects that own each
+  // other) find it dying and are ignored.
   void destroy_slot(std::uint32_t slot) {
-    address_of(slot)->~T();
+    if constexpr (!std::is_trivially_destructible_v<T>) {
+      Dying dying{slot, dying_};
+      dying_ = &dying;
+      address_of(slot)->~T();
+      dying_ = dying.outer;
+    }
     if (debug_) [[unlikely]]
       fill_freed(slot);
     free_.release(slot);
     --size_;
+  }
+
+  // Whether the destructor of the object in `slot` is running. O(destructors running).
+  [[nodiscard]] bool is_dying(std::uint32_t slot) const {
+    if constexpr (std::is_trivially_destructible_v<T>) return false;
+    for (const Dying* dying = dying_; dying != nullptr; dying = dying->outer) {
+      if (dying->slot == slot) return true;
+    }
+    return false;
   }
 
   void note_spawned() {
@@ -530,6 +552,13 @@ class Pool {
   Growth growth_;
   bool debug_;
   bool destroying_ = false;
+  // The slots whose destructors are running, innermost first: a chain through destroy_slot's
+  // frames, empty (nullptr) but while a destructor runs.
+  struct Dying {
+    std::uint32_t slot;
+    const Dying* outer;
+  };
+  const Dying* dying_ = nullptr;
   LeakReport leak_report_ = LeakReport::summary;
   detail::Name name_;
 };

@@ -91,6 +91,58 @@ TEST(PoolLifetime, ClearDestroysEachObjectOnceWhenObjectsOwnOthersByHandle) {
   EXPECT_EQ(pool.size(), 0u);
 }
 
+// Two objects that own each other (by handle), and one that despawns itself when it dies: a
+// despawn of an object whose destructor is running is ignored, so each dies once.
+TEST(PoolLifetime, ADespawnOfAnObjectWhoseDestructorIsRunningIsIgnored) {
+  Parent::destroyed = 0;
+  Pool<Parent> pool(4);
+  Parent* first = pool.spawn(pool);
+  Parent* second = pool.spawn(pool);
+  first->child = pool.handle_of(second);
+  second->child = pool.handle_of(first);
+  pool.despawn(first);
+  EXPECT_EQ(Parent::destroyed, 2);
+  EXPECT_EQ(pool.size(), 0u);
+
+  Parent* itself = pool.spawn(pool);
+  itself->child = pool.handle_of(itself);
+  pool.despawn(pool.handle_of(itself));
+  EXPECT_EQ(Parent::destroyed, 3);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+// The same by pointer, while the pool clears: a cycle of three.
+struct Link {
+  explicit Link(Pool<Link>& pool) : pool(pool) {}
+  ~Link() {
+    ++destroyed;
+    pool.despawn(next);
+  }
+  static inline int destroyed = 0;
+  Pool<Link>& pool;
+  Link* next = nullptr;
+};
+
+TEST(PoolLifetime, ObjectsThatOwnEachOtherInACycleDieOnceInDespawnAndClear) {
+  Link::destroyed = 0;
+  Pool<Link> pool(8);
+  for (int round = 0; round < 2; ++round) {
+    Link* a = pool.spawn(pool);
+    Link* b = pool.spawn(pool);
+    Link* c = pool.spawn(pool);
+    a->next = b;
+    b->next = c;
+    c->next = a;
+    if (round == 0) {
+      pool.despawn(b);
+    } else {
+      pool.clear();
+    }
+    EXPECT_EQ(Link::destroyed, 3 * (round + 1));
+    EXPECT_EQ(pool.size(), 0u);
+  }
+}
+
 TEST(PoolLifetime, DespawnOfADefaultHandleIsIgnored) {
   Pool<Parent> pool(4);
   Parent* parent = pool.spawn(pool);
