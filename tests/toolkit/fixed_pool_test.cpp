@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -117,6 +118,63 @@ TEST(FixedPool, CountsUsedFreeAndPeak) {
   pool.deallocate(c);
   pool.deallocate(nullptr);
   EXPECT_EQ(pool.used_count(), 0u);
+}
+
+// used_count(), free_count() and peak_used() of a pool whose calls move between its chunks.
+using Counts = std::array<std::size_t, 3>;
+Counts counts(const FixedPool& pool) {
+  return {pool.used_count(), pool.free_count(), pool.peak_used()};
+}
+
+// Allocations and frees in one chunk, then another, and back, around grow() and shrink().
+void expect_exact_counts_across_chunks(FixedPool& pool) {
+  void* a = pool.allocate();
+  void* b = pool.allocate();  // the first chunk (2 blocks) is full
+  EXPECT_EQ(counts(pool), (Counts{2, 0, 2}));
+  ASSERT_TRUE(pool.grow(3));
+  EXPECT_EQ(counts(pool), (Counts{2, 3, 2}));
+  void* c = pool.allocate();  // from the second chunk
+  EXPECT_EQ(counts(pool), (Counts{3, 2, 3}));
+  pool.deallocate(a);  // into the first
+  EXPECT_EQ(counts(pool), (Counts{2, 3, 3}));
+  void* d = pool.allocate();  // the first again
+  EXPECT_EQ(counts(pool), (Counts{3, 2, 3}));
+  void* e = pool.allocate();  // the first is full: the second
+  EXPECT_EQ(counts(pool), (Counts{4, 1, 4}));
+  pool.deallocate(d);  // the first
+  pool.deallocate(b);
+  EXPECT_EQ(counts(pool), (Counts{2, 3, 4}));
+  pool.deallocate(c);  // the second
+  EXPECT_EQ(counts(pool), (Counts{1, 4, 4}));
+  pool.deallocate(e);
+  EXPECT_EQ(counts(pool), (Counts{0, 5, 4}));
+  EXPECT_GT(pool.shrink(), 0u);  // gives back the second, the current chunk
+  EXPECT_EQ(counts(pool), (Counts{0, 2, 4}));
+  std::vector<void*> first{pool.allocate(), pool.allocate()};
+  ASSERT_TRUE(pool.grow(4));
+  std::vector<void*> third{pool.allocate(), pool.allocate(), pool.allocate()};
+  EXPECT_EQ(counts(pool), (Counts{5, 1, 5}));
+  pool.deallocate(first[0]);  // the first
+  EXPECT_EQ(counts(pool), (Counts{4, 2, 5}));
+  first[0] = pool.allocate();
+  EXPECT_EQ(counts(pool), (Counts{5, 1, 5}));
+  third.push_back(pool.allocate());  // the last block, in the third chunk
+  EXPECT_EQ(counts(pool), (Counts{6, 0, 6}));
+  EXPECT_EQ(pool.allocate(), nullptr);
+  EXPECT_EQ(counts(pool), (Counts{6, 0, 6}));
+  for (void* block : third) pool.deallocate(block);
+  EXPECT_EQ(counts(pool), (Counts{2, 4, 6}));
+  pool.deallocate(first[1]);  // the first, while the third is empty
+  EXPECT_GT(pool.shrink(), 0u);
+  EXPECT_EQ(pool.chunk_count(), 1u);
+  EXPECT_EQ(counts(pool), (Counts{1, 1, 6}));
+  pool.deallocate(first[0]);
+  EXPECT_EQ(counts(pool), (Counts{0, 2, 6}));
+}
+
+TEST(FixedPool, CountsExactlyWhileCallsMoveBetweenChunks) {
+  FixedPool pool(16, 2);
+  expect_exact_counts_across_chunks(pool);
 }
 
 TEST(FixedPool, ReusesFreedBlocksLastInFirstOut) {
@@ -546,6 +604,11 @@ TEST(FixedPoolDebug, FindsNoFaultInHeavyCorrectUse) {
   for (unsigned char* block : live) pool.deallocate(block);
   pool.verify();
   EXPECT_EQ(pool.used_count(), 0u);
+}
+
+TEST(FixedPoolDebug, CountsExactlyWhileCallsMoveBetweenChunks) {
+  FixedPool pool(16, 2, 16, Growth::fixed, DebugChecks::on);
+  expect_exact_counts_across_chunks(pool);
 }
 
 TEST(FixedPoolDebug, ListsEveryLiveBlockOnDestroy) {
