@@ -118,15 +118,17 @@ class FixedPool {
     current_index_ = kNoChunk;
     owned_layout_ = caller_layout_ = {};
     alignment_ = 1;
-    capacity_ = used_ = peak_used_ = 0;
+    capacity_ = used_elsewhere_ = peak_used_ = current_peak_ = 0;
     growth_ = Growth::fixed;
     debug_ = false;
   }
 
   // nullptr when the pool is full and cannot grow. The fast path (no debug checks, the chunk
-  // used last serves): the free list's head, its link, two counters, the peak's compare. An
-  // allocate/deallocate pair in a loop measures 34 instructions under callgrind, the
-  // loop's own included (g++ 12, Release): tests/toolkit/fixed_pool_instructions.sh holds it.
+  // used last serves): a free list's head and its link, two stores (the head, the lists' count),
+  // the peak's compare (detail::LazyBlockList: the free blocks are kept on 8 lists, so that a
+  // miss on one link holds up only every 8th allocation). An allocate/deallocate pair in a loop
+  // measures 41 instructions under callgrind, the loop's own included (g++ 12, Release):
+  // tests/toolkit/fixed_pool_instructions.sh holds it.
   [[nodiscard]] void* allocate() {
     if (void* block = current_.allocate()) [[likely]] {
       note_allocated();
@@ -143,7 +145,7 @@ class FixedPool {
   // Verifies `block`, calls before_free(block), then frees it. Pool<T> runs the destructor there,
   // so that a bad pointer is reported before a destructor runs on it. The fast path: the check
   // that a block of the current chunk starts there (LazyBlockList::holds_block; nullptr fails
-  // it, and is tested only then), the link, two counters.
+  // it, and is tested only then), then three stores: the link, the list's head, the count.
   template <class BeforeFree>
   void deallocate(void* block, BeforeFree&& before_free) {
     if (!current_.holds_block(block)) [[unlikely]] {
@@ -153,7 +155,6 @@ class FixedPool {
     }
     before_free(block);
     current_.deallocate(block);
-    --used_;
   }
 
   // The most blocks that one chunk of the pool's own memory holds (create(), grow(n)): a chunk
@@ -221,9 +222,11 @@ class FixedPool {
   [[nodiscard]] std::size_t block_size() const { return owned_layout_.payload; }
   [[nodiscard]] std::size_t alignment() const { return alignment_; }
   [[nodiscard]] std::size_t capacity() const { return capacity_; }
-  [[nodiscard]] std::size_t free_count() const { return capacity_ - used_; }
-  [[nodiscard]] std::size_t used_count() const { return used_; }
-  [[nodiscard]] std::size_t peak_used() const { return peak_used_; }
+  [[nodiscard]] std::size_t free_count() const { return capacity_ - used_count(); }
+  [[nodiscard]] std::size_t used_count() const { return used_elsewhere_ + current_.used_count(); }
+  [[nodiscard]] std::size_t peak_used() const {
+    return std::max(peak_used_, used_elsewhere_ + current_peak_);
+  }
   [[nodiscard]] std::size_t chunk_count() const { return chunks_.size(); }
   [[nodiscard]] bool debug_checks() const { return debug_; }
 
@@ -331,6 +334,11 @@ class FixedPool {
   // The list of the current chunk lives in the pool (current_), where the fast paths reach it
   // without a pointer to follow, and its Chunk's copy is stale until another chunk becomes the
   // current one. Pools with debug checks keep current_ empty and their chunks' lists up to date.
+  // The pool's count of blocks in use is the current list's plus the other chunks' sum
+  // (used_elsewhere_), which changes only here, so that the fast paths store no count of their
+  // own. The peak is the larger of the peak when the current chunk became current (peak_used_)
+  // and that sum plus the current list's highest count since then (current_peak_). A pool with
+  // debug checks counts every chunk in used_elsewhere_ and keeps its peak in peak_used_.
   static constexpr std::size_t kNoChunk = SIZE_MAX;
 
   [[nodiscard]] bool is_current(const Chunk& chunk) const {
@@ -347,8 +355,12 @@ class FixedPool {
     const auto index = static_cast<std::size_t>(&chunk - chunks_.data());
     if (index == current_index_) return;
     if (!debug_) {
+      peak_used_ = peak_used();
+      used_elsewhere_ += current_.used_count();
       if (current_index_ != kNoChunk) chunks_[current_index_].blocks = current_;
       current_ = chunk.blocks;
+      used_elsewhere_ -= current_.used_count();
+      current_peak_ = current_.used_count();
     }
     current_index_ = index;
   }
@@ -369,18 +381,21 @@ class FixedPool {
     return chunk.memory + std::size_t{blocks_of(chunk).block_count()} * layout_of(chunk).stride;
   }
 
-  // A branch rather than a max: once the peak is reached, allocations stop storing it.
+  // A load and a compare: the other chunks' count stays put while the current chunk serves, so
+  // the peak grows where the current list's count passes its highest since then. A branch rather
+  // than a max: once that is reached, allocations stop storing it.
   void note_allocated() {
-    if (++used_ > peak_used_) [[unlikely]]
-      peak_used_ = used_;
+    if (current_.used_count() > current_peak_) [[unlikely]]
+      current_peak_ = current_.used_count();
   }
 
   void* allocate_from_another_chunk() {
     Chunk* chunk = chunk_with_room();
     if (chunk == nullptr) return nullptr;
     make_current(*chunk);
+    void* block = current_.allocate();
     note_allocated();
-    return current_.allocate();
+    return block;
   }
 
   // The current chunk if it has a free block, else the first that has one, else a new one where
@@ -422,7 +437,7 @@ class FixedPool {
     Chunk& chunk = *chunk_with_block;
     make_current(chunk);
     auto* block = static_cast<std::byte*>(chunk.blocks.allocate());
-    note_allocated();
+    peak_used_ = std::max(peak_used_, ++used_elsewhere_);
     const std::uint32_t index = chunk.blocks.index_of(block);
     const detail::BlockLayout& layout = layout_of(chunk);
     if (index < chunk.guarded) {
@@ -451,7 +466,7 @@ class FixedPool {
     detail::fill(static_cast<std::byte*>(block), block_size(), detail::kFreedFill);
     chunk.allocated.clear(index);
     chunk.blocks.deallocate(block);
-    --used_;
+    --used_elsewhere_;
   }
 
   // Of a chunk of caller memory, only the bytes that the stride's rounding leaves between
@@ -528,8 +543,9 @@ class FixedPool {
   detail::BlockLayout caller_layout_;     // never with guard bytes
   std::size_t alignment_ = 1;
   std::size_t capacity_ = 0;
-  std::size_t used_ = 0;
+  std::size_t used_elsewhere_ = 0;  // see make_current()
   std::size_t peak_used_ = 0;
+  std::size_t current_peak_ = 0;
   Growth growth_ = Growth::fixed;
   bool debug_ = false;
   LeakReport leak_report_ = LeakReport::summary;

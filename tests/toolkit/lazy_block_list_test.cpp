@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -85,6 +86,50 @@ TEST(LazyBlockList, ReusesReturnedBlocksLastInFirstOut) {
   EXPECT_EQ(list.allocate(), b);
   EXPECT_EQ(list.allocate(), a);
   EXPECT_EQ(list.free_count(), 2u);
+}
+
+TEST(LazyBlockList, ReusesReturnedBlocksLastInFirstOutAcrossItsLists) {
+  constexpr int kBlocks = 3 * LazyBlockList::kLists + 1;  // odd
+  std::vector<std::uint32_t> memory(kBlocks * 4);
+  LazyBlockList list(memory.data(), 16, kBlocks);
+  std::vector<void*> blocks;
+  for (int i = 0; i < kBlocks; ++i) blocks.push_back(list.allocate());
+  for (int i = 0; i < kBlocks; i += 2) list.deallocate(blocks[i]);  // the even ones, then the odd
+  for (int i = 1; i < kBlocks; i += 2) list.deallocate(blocks[i]);
+  EXPECT_TRUE(list.free_list_is_consistent());
+  for (int i = kBlocks - 2; i >= 0; i -= 2) ASSERT_EQ(list.allocate(), blocks[i]);
+  for (int i = kBlocks - 1; i >= 0; i -= 2) ASSERT_EQ(list.allocate(), blocks[i]);
+  EXPECT_EQ(list.allocate(), nullptr);
+}
+
+// An allocation loads the link of the block it takes, and the next allocations do not wait for
+// that load: the block freed before the one it takes heads another list.
+TEST(LazyBlockList, LinksAFreedBlockToTheOneFreedKListsFreesBefore) {
+  constexpr std::uint32_t kBlocks = 2 * LazyBlockList::kLists + 1;
+  std::vector<std::uint32_t> memory(kBlocks * 4);
+  LazyBlockList list(memory.data(), 16, kBlocks);
+  std::vector<void*> blocks;
+  for (std::uint32_t i = 0; i < kBlocks; ++i) blocks.push_back(list.allocate());
+  for (void* block : blocks) list.deallocate(block);
+  for (std::uint32_t i = LazyBlockList::kLists; i < kBlocks; ++i) {
+    std::uint32_t link = 0;
+    std::memcpy(&link, blocks[i], sizeof link);
+    EXPECT_EQ(link, (i - LazyBlockList::kLists) * 16) << i;
+  }
+  EXPECT_TRUE(list.free_list_is_consistent());
+}
+
+TEST(LazyBlockList, DetectsAListThatEndsEarly) {
+  constexpr std::uint32_t kBlocks = 2 * LazyBlockList::kLists;
+  std::vector<std::uint32_t> memory(kBlocks * 4);
+  LazyBlockList list(memory.data(), 16, kBlocks);
+  std::vector<void*> blocks;
+  for (std::uint32_t i = 0; i < kBlocks; ++i) blocks.push_back(list.allocate());
+  for (void* block : blocks) list.deallocate(block);
+  ASSERT_TRUE(list.free_list_is_consistent());
+  const std::uint32_t end = LazyBlockList::kNoBlock;
+  std::memcpy(blocks[kBlocks - 1], &end, sizeof end);  // its list loses the block below it
+  EXPECT_FALSE(list.free_list_is_consistent());
 }
 
 TEST(LazyBlockList, CreationTouchesNoBlock) {
