@@ -299,8 +299,8 @@ TEST_F(FrameAllocatorDeathTest, AWriteThroughAPointerFromBeforeResetIsReportedWh
   frame.reset();
   write_given_back(stale + 10, 1);
   EXPECT_DEATH((void)frame.allocate(64, 1),
-               "^poolalloc: FrameAllocator 0x[0-9a-f]+ \\(0 of 1024 B used\\): allocate found " +
-                   hex(stale + 10) + " written after it was given back");
+               "^poolalloc: FrameAllocator 0x\\w+ \\(0 of 1024 B used\\): allocate found " +
+                   death_test_hex(stale + 10) + " written after it was given back");
 }
 
 TEST_F(FrameAllocatorDeathTest, AWriteAfterResetIsUseAfterPoisonUnderAddressSanitizer) {

@@ -305,7 +305,7 @@ TEST_F(PoolMoveDeathTest, AUniquePtrOfAPoolMovedAwayIsReportedWhenItDespawns) {
   Pool<Small> from(4);
   auto owned = from.make_unique();
   Pool<Small> to(std::move(from));
-  EXPECT_DEATH(owned.reset(), "despawn of " + hex(owned.get()) + " outside the pool");
+  EXPECT_DEATH(owned.reset(), "despawn of " + death_test_hex(owned.get()) + " outside the pool");
   to.despawn(owned.release());
 }
 

@@ -151,8 +151,8 @@ TEST_F(StackAllocatorDeathTest, AMarkerOfAnotherStackIsRejected) {
   const auto foreign = other.marker();
   (void)stack.allocate(128, 1);
   EXPECT_DEATH(stack.free_to_marker(foreign),
-               "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(128 of 1024 B used\\): "
-               "free_to_marker\\(0x[0-9a-f]+\\) is of another stack");
+               "^poolalloc: StackAllocator 0x\\w+ \\(128 of 1024 B used\\): "
+               "free_to_marker\\(0x\\w+\\) is of another stack");
 }
 
 TEST_F(StackAllocatorDeathTest, AMarkerOfAMovedFromStackIsRejected) {
@@ -160,7 +160,7 @@ TEST_F(StackAllocatorDeathTest, AMarkerOfAMovedFromStackIsRejected) {
   const auto marker = source.marker();
   StackAllocator stack(std::move(source));
   EXPECT_DEATH(source.free_to_marker(marker),  // NOLINT(bugprone-use-after-move): the test
-               "\\(0 of 0 B used\\): free_to_marker\\(0x[0-9a-f]+\\) is of another stack");
+               "\\(0 of 0 B used\\): free_to_marker\\(0x\\w+\\) is of another stack");
 }
 
 TEST_F(StackAllocatorDeathTest, AMarkerThatTheLastFreeWentBelowIsRejected) {
@@ -172,7 +172,7 @@ TEST_F(StackAllocatorDeathTest, AMarkerThatTheLastFreeWentBelowIsRejected) {
   stack.free_to_marker(level);
   (void)stack.allocate(256, 1);  // someone else's now, over inner's position
   EXPECT_DEATH(stack.free_to_marker(inner),
-               "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(256 of 1024 B used\\): "
+               "^poolalloc: StackAllocator 0x\\w+ \\(256 of 1024 B used\\): "
                "free_to_marker\\(64\\) was taken before a free below it; that memory was "
                "given back and may be another's now");
 }
@@ -205,8 +205,8 @@ TEST_F(StackAllocatorDeathTest,
   EXPECT_EQ(read_given_back(stale), 0x5A);
   write_given_back(stale + 63, 0);
   EXPECT_DEATH((void)stack.allocate(64, 1),
-               "^poolalloc: StackAllocator 0x[0-9a-f]+ \\(16 of 1024 B used\\): allocate found " +
-                   hex(stale + 63) + " written after it was given back");
+               "^poolalloc: StackAllocator 0x\\w+ \\(16 of 1024 B used\\): allocate found " +
+                   death_test_hex(stale + 63) + " written after it was given back");
 }
 
 TEST_F(StackAllocatorDeathTest, AWriteAfterFreeToMarkerIsUseAfterPoisonUnderAddressSanitizer) {
