@@ -35,6 +35,7 @@
 
 #include "detail/cold.hpp"
 #include "detail/debug_blocks.hpp"
+#include "detail/exceptions.hpp"
 #include "detail/handle_table.hpp"
 #include "detail/message.hpp"
 #include "detail/name.hpp"
@@ -373,11 +374,12 @@ class Pool {
     void* memory = ::operator new (count * sizeof(T), std::align_val_t{alignof(T)}, std::nothrow);
     if (memory == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
-    try {
+    const bool reserved = detail::returns_without_bad_alloc([&] {
       chunks_.reserve(chunks_.size() + 1);
       free_.reserve(slots);
       handles_.reserve(slots);
-    } catch (const std::bad_alloc&) {
+    });
+    if (!reserved) {
       ::operator delete (memory, std::align_val_t{alignof(T)});
       return false;
     }
@@ -419,13 +421,12 @@ class Pool {
     if constexpr (std::is_nothrow_constructible_v<T, Args&&...>) {
       return construct_at(memory, std::forward<Args>(args)...);
     } else {
-      try {
-        return construct_at(memory, std::forward<Args>(args)...);
-      } catch (...) {
-        if (debug_) fill_freed(slot);
-        free_.release(slot);
-        throw;
-      }
+      return detail::undo_on_throw(
+          [&] { return construct_at(memory, std::forward<Args>(args)...); },
+          [&] {
+            if (debug_) fill_freed(slot);
+            free_.release(slot);
+          });
     }
   }
 

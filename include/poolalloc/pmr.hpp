@@ -11,7 +11,8 @@
 //   or over a FixedPool, one T at a time, for node containers (std::list, std::map, ...).
 //
 // Exhaustion throws std::bad_alloc, as these interfaces require; a PoolResource whose chunks
-// could never be allocated throws when it is constructed. Not thread-safe, by choice.
+// could never be allocated throws when it is constructed. With exceptions off, each of these
+// reports and aborts instead. Not thread-safe, by choice.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/exceptions.hpp"
 #include "detail/name.hpp"
 #include "detail/printing.hpp"
 #include "fixed_pool.hpp"
@@ -42,7 +44,8 @@ class PoolResource final : public std::pmr::memory_resource {
   // largest_block is rounded up to a power of two (at most kLargestBlockLimit). A size's pool
   // is created when it is first used, with blocks_per_chunk blocks, and doubles when full.
   // Throws std::invalid_argument for blocks_per_chunk 0, and std::length_error when a chunk of
-  // blocks_per_chunk of the largest blocks is over FixedPool's limit (max_blocks_per_chunk).
+  // blocks_per_chunk of the largest blocks is over FixedPool's limit (max_blocks_per_chunk);
+  // reports and aborts with exceptions off.
   // `debug` is given to every pool.
   explicit PoolResource(std::size_t largest_block = 256, std::size_t blocks_per_chunk = 64,
                         std::pmr::memory_resource* upstream = std::pmr::get_default_resource(),
@@ -121,9 +124,13 @@ class PoolResource final : public std::pmr::memory_resource {
   // limit, every pool's is.
   static std::size_t checked_blocks_per_chunk(std::size_t blocks, std::size_t largest_block,
                                               DebugChecks debug) {
-    if (blocks == 0) throw std::invalid_argument("poolalloc::PoolResource: blocks_per_chunk is 0");
+    if (blocks == 0) {
+      detail::throw_or_abort<std::invalid_argument>(
+          "poolalloc::PoolResource: blocks_per_chunk is 0");
+    }
     if (blocks > FixedPool::max_blocks_per_chunk(largest_block, largest_block, debug)) {
-      throw std::length_error("poolalloc::PoolResource: blocks_per_chunk makes chunks over 4 GiB");
+      detail::throw_or_abort<std::length_error>(
+          "poolalloc::PoolResource: blocks_per_chunk makes chunks over 4 GiB");
     }
     return blocks;
   }
@@ -150,7 +157,10 @@ class PoolResource final : public std::pmr::memory_resource {
         pool.set_name(name_.c_str());
       }
       p = pool.allocate();
-      if (p == nullptr) throw std::bad_alloc();
+      if (p == nullptr) {
+        detail::throw_or_abort<std::bad_alloc>(
+            "poolalloc::PoolResource: out of memory for a block");
+      }
     }
     used_ += bytes;
     return p;
@@ -199,7 +209,8 @@ class ArenaResource : public std::pmr::memory_resource {
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment) final {
     if (void* p = arena_.allocate(bytes, alignment)) return p;
-    throw std::bad_alloc();
+    detail::throw_or_abort<std::bad_alloc>(
+        "poolalloc::ArenaResource (FrameResource, StackResource): its arena is full");
   }
   void do_deallocate(void*, std::size_t, std::size_t) final {}
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept final {
@@ -234,10 +245,14 @@ class StlAllocator {
         if (void* p = arena_->allocate()) return static_cast<T*>(p);
       }
     } else {
-      if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+      if (n > SIZE_MAX / sizeof(T)) {
+        detail::throw_or_abort<std::bad_array_new_length>(
+            "poolalloc::StlAllocator: the size overflows");
+      }
       if (void* p = arena_->allocate(n * sizeof(T), alignof(T))) return static_cast<T*>(p);
     }
-    throw std::bad_alloc();
+    detail::throw_or_abort<std::bad_alloc>(
+        "poolalloc::StlAllocator: its arena cannot serve the request");
   }
   void deallocate(T* p, std::size_t n) noexcept {
     if constexpr (kFixedSize) {
