@@ -106,21 +106,23 @@ class Pool {
   // A move takes the objects, their handles and the memory along: pointers and handles stay
   // valid (but a UniquePtr of make_unique names its pool by address). The pool moved from is
   // left empty, with capacity 0 and its growth and debug checks, and usable: a growable one grows
-  // again. Move assignment first destroys what the pool held, as its destruction would.
+  // again. Move assignment first destroys what the pool held, in place, as its destruction would
+  // (destructors that use the pool see this one), then takes the other's.
   Pool(Pool&& other) noexcept
       : Pool(0, other.growth_, other.debug_ ? DebugChecks::on : DebugChecks::off) {
     swap(other);
   }
   Pool& operator=(Pool&& other) noexcept {
+    if (this == &other) return *this;
+    destroy_objects();
     Pool taken(std::move(other));
     swap(taken);
-    return *this;  // `taken` destroys what this pool held
+    return *this;  // `taken` frees the memory this pool held
   }
 
   // Destroys the live objects as clear() does, then frees the pool's memory.
   ~Pool() {
-    if (debug_ && size() > 0) report_live_objects();
-    clear();
+    destroy_objects();
     for (const Chunk& chunk : chunks_) {
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
     }
@@ -138,7 +140,7 @@ class Pool {
       slot = free_.take_lowest_free();
     }
     if (debug_) [[unlikely]]
-      check_untouched_since_despawn(slot);
+      check_untouched_since_despawn(slot, "spawn");
     // The generation moves first, so that handle_of(this) in the constructor gives the handle
     // that spawn's object has; a constructor that throws leaves it moved, so that such a handle
     // never resolves.
@@ -179,11 +181,14 @@ class Pool {
   // Destroys every live object, in slot order, each once. A destructor may despawn other objects
   // of the pool, by pointer or by handle (one destroyed already is ignored), and may spawn: what
   // it spawns is destroyed too before clear() returns, so the pool is empty then (and a
-  // destructor that always spawns never lets it return).
+  // destructor that always spawns never lets it return). A destructor may call clear(): the
+  // objects whose destructors are running are left to die when those return.
   void clear() {
     const bool outer = std::exchange(destroying_, true);
-    while (size_ > 0) {
-      free_.for_each_used([this](std::uint32_t slot) { destroy_slot(slot); });
+    while (size_ > dying_count()) {
+      free_.for_each_used([this](std::uint32_t slot) {
+        if (!is_dying(slot)) destroy_slot(slot);
+      });
     }
     destroying_ = outer;
   }
@@ -229,7 +234,10 @@ class Pool {
   // Moves the highest live objects into the lowest free slots (move-construct, then destroy the
   // source) until the live objects fill the slots [0, size()). Handles stay valid; pointers to
   // moved objects do not: moved(from, to) is called for each, where `from` is already destroyed
-  // and may not be dereferenced. Returns how many moved.
+  // and may not be dereferenced. The target slot is taken and the handle moved before the move
+  // constructor runs, so that handle_of(this) there gives the object's handle and a spawn from
+  // the source's destructor takes another slot; a move constructor that throws leaves the object
+  // where it was. Returns how many moved.
   template <class Moved>
   std::size_t compact(Moved&& moved) requires std::is_move_constructible_v<T> {
     std::size_t count = 0;
@@ -238,13 +246,15 @@ class Pool {
          to = free_.lowest_free()) {
       from = free_.highest_used_below(from);
       if (from == detail::SlotBitmap::kNone || from < to) break;
-      T* source = address_of(from);
-      T* target = construct_in(to, std::move(*source));
-      source->~T();
+      if (debug_) [[unlikely]]
+        check_untouched_since_despawn(to, "compact");
       free_.take(to);
+      handles_.moved(from, to);
+      T* source = address_of(from);
+      T* target = construct_moved(from, to, *source);
+      source->~T();
       free_.release(from);
       if (debug_) fill_freed(from);
-      handles_.moved(from, to);
       moved(source, target);
       ++count;
     }
@@ -440,6 +450,21 @@ class Pool {
     return chunk->first + static_cast<std::uint32_t>(offset / sizeof(T));
   }
 
+  // compact()'s move of `source` from slot `from` into slot `to`, which it has taken and moved
+  // the handle to; if the move constructor throws, the handle goes back and `to` is free again.
+  T* construct_moved(std::uint32_t from, std::uint32_t to, T& source) {
+    if constexpr (std::is_nothrow_move_constructible_v<T>) {
+      return construct_in(to, std::move(source));
+    } else {
+      try {
+        return construct_in(to, std::move(source));
+      } catch (...) {
+        handles_.moved(to, from);
+        throw;
+      }
+    }
+  }
+
   // The slot of `object` if it is a live object of this pool; reported as a fault of `operation`
   // otherwise.
   [[nodiscard]] std::uint32_t live_slot_of(const T* object, std::string_view operation) const {
@@ -482,6 +507,20 @@ class Pool {
     --size_;
   }
 
+  // What ~Pool and move assignment do with the objects: report them under debug checks, clear().
+  void destroy_objects() {
+    if (debug_ && size() > 0) report_live_objects();
+    clear();
+  }
+
+  // How many objects' destructors are running: they stay live (and counted in size_) until those
+  // return. O(destructors running).
+  [[nodiscard]] std::size_t dying_count() const {
+    std::size_t count = 0;
+    for (const Dying* dying = dying_; dying != nullptr; dying = dying->outer) ++count;
+    return count;
+  }
+
   // Whether the destructor of the object in `slot` is running. O(destructors running).
   [[nodiscard]] bool is_dying(std::uint32_t slot) const {
     if constexpr (std::is_trivially_destructible_v<T>) return false;
@@ -499,10 +538,11 @@ class Pool {
     detail::fill(reinterpret_cast<std::byte*>(address_of(slot)), sizeof(T), detail::kFreedFill);
   }
 
-  void check_untouched_since_despawn(std::uint32_t slot) const {
+  // Reported as a fault of `operation`, which is to put an object in the free slot `slot`.
+  void check_untouched_since_despawn(std::uint32_t slot, std::string_view operation) const {
     const auto* bytes = reinterpret_cast<const std::byte*>(address_of(slot));
     if (!detail::holds_only(bytes, sizeof(T), detail::kFreedFill)) {
-      fail_object("spawn", address_of(slot),
+      fail_object(operation, address_of(slot),
                   ": the slot was written after its object was despawned");
     }
   }

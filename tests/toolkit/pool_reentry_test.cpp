@@ -1,0 +1,210 @@
+// Pool<T>: what move assignment, clear() and compact() promise to objects whose constructors and
+// destructors use their own pool.
+#include <poolalloc/object_pool.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <utility>
+
+#include "address_text.hpp"
+
+namespace {
+
+using poolalloc::DebugChecks;
+using poolalloc::Growth;
+using poolalloc::Handle;
+using poolalloc::Pool;
+
+// Owns a child by UniquePtr and another by handle, and may leave a fragment in its pool.
+struct Node {
+  static inline int destroyed = 0;
+  static inline int fragments_spawned = 0;
+  explicit Node(Pool<Node>& pool, int level = 0)
+      : pool(&pool), level(level), child{nullptr, {&pool}} {}
+  ~Node() {
+    ++destroyed;
+    pool->despawn(held);
+    if (leaves_fragment && pool->spawn(*pool, -1) != nullptr) ++fragments_spawned;
+  }
+  Pool<Node>* pool;
+  int level;
+  Pool<Node>::UniquePtr child;
+  Handle<Node> held;
+  bool leaves_fragment = false;
+};
+
+TEST(PoolMove, MoveAssignmentDestroysTheObjectsInThePoolTheyLivedIn) {
+  Node::destroyed = Node::fragments_spawned = 0;
+  Pool<Node> level(8);
+  Node* parent = level.spawn(level, 1);
+  parent->child = level.make_unique(level, 1);
+  parent->held = level.handle_of(level.spawn(level, 1));
+  parent->leaves_fragment = true;
+  Pool<Node> next(8);
+  Node* kept = next.spawn(level, 2);  // its destructor will see the pool it ends up in
+  level = std::move(next);
+  EXPECT_EQ(Node::destroyed, 4);  // the parent, its two children and the fragment
+  EXPECT_EQ(Node::fragments_spawned, 1);
+  ASSERT_EQ(level.size(), 1u);
+  EXPECT_EQ(&*level.begin(), kept);
+  EXPECT_EQ(level.begin()->level, 2);
+}
+
+// Clears its pool when it dies: a level's end trigger.
+struct Trigger {
+  static inline int destroyed = 0;
+  explicit Trigger(Pool<Trigger>& pool, bool clears) : pool(pool), clears(clears) {}
+  ~Trigger() {
+    ++destroyed;
+    if (clears) pool.clear();
+  }
+  Pool<Trigger>& pool;
+  bool clears;
+};
+
+TEST(PoolLifetime, ADestructorThatClearsThePoolDestroysTheOthersAndDiesOnce) {
+  Trigger::destroyed = 0;
+  {
+    Pool<Trigger> pool(8);
+    Trigger* trigger = pool.spawn(pool, true);
+    (void)pool.spawn(pool, false);
+    (void)pool.spawn(pool, false);
+    pool.despawn(trigger);
+    EXPECT_EQ(Trigger::destroyed, 3);
+    EXPECT_EQ(pool.size(), 0u);
+  }
+  EXPECT_EQ(Trigger::destroyed, 3);
+}
+
+TEST(PoolLifetime, ADestructorThatClearsThePoolDuringClearEndsWithThePoolEmpty) {
+  Trigger::destroyed = 0;
+  Pool<Trigger> pool(8);
+  (void)pool.spawn(pool, false);
+  (void)pool.spawn(pool, true);
+  (void)pool.spawn(pool, false);
+  pool.clear();
+  EXPECT_EQ(Trigger::destroyed, 3);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+// Counts what for_each shows it from its destructor.
+struct Counter {
+  static inline int seen_from_destructor = 0;
+  explicit Counter(Pool<Counter>& pool) : pool(pool) {}
+  ~Counter() {
+    pool.for_each([](Counter&) { ++seen_from_destructor; });
+  }
+  Pool<Counter>& pool;
+};
+
+TEST(PoolWalk, AnObjectWhoseDestructorIsRunningIsStillVisited) {
+  Counter::seen_from_destructor = 0;
+  Pool<Counter> pool(8);
+  Counter* first = pool.spawn(pool);
+  (void)pool.spawn(pool);
+  pool.despawn(first);
+  EXPECT_EQ(Counter::seen_from_destructor, 2);
+  Counter::seen_from_destructor = 0;
+  pool.clear();
+  EXPECT_EQ(Counter::seen_from_destructor, 1);
+}
+
+// A copy that leaves a fragment in its pool when it dies (a copy is its move).
+struct Fragmenting {
+  static inline int alive = 0;
+  Fragmenting(Pool<Fragmenting>& pool, int id, bool leaves_fragment)
+      : pool(pool), id(id), leaves_fragment(leaves_fragment) {
+    ++alive;
+  }
+  Fragmenting(const Fragmenting& other)
+      : pool(other.pool), id(other.id), leaves_fragment(other.leaves_fragment) {
+    ++alive;
+  }
+  ~Fragmenting() {
+    --alive;
+    if (leaves_fragment) (void)pool.spawn(pool, -id, false);
+  }
+  Pool<Fragmenting>& pool;
+  int id;
+  bool leaves_fragment;
+};
+
+TEST(PoolCompact, ASpawnFromTheMovedObjectsDestructorTakesAnotherSlot) {
+  Fragmenting::alive = 0;
+  {
+    Pool<Fragmenting> pool(8);
+    Fragmenting* hole = pool.spawn(pool, 0, false);
+    const Handle<Fragmenting> shell = pool.handle_of(pool.spawn(pool, 7, true));
+    pool.despawn(hole);
+    EXPECT_EQ(pool.compact(), 1u);
+    ASSERT_NE(pool.get(shell), nullptr);
+    EXPECT_EQ(pool.get(shell)->id, 7);
+    EXPECT_EQ(pool.size(), 2u);
+    EXPECT_EQ(Fragmenting::alive, 2);
+    pool.get(shell)->leaves_fragment = false;
+  }
+  EXPECT_EQ(Fragmenting::alive, 0);
+}
+
+// Notes its handle in every constructor, as a registry of names would.
+struct Registered {
+  explicit Registered(Pool<Registered>& pool) : pool(pool), self(pool.handle_of(this)) {}
+  Registered(Registered&& other) noexcept : pool(other.pool), self(pool.handle_of(this)) {}
+  Pool<Registered>& pool;
+  Handle<Registered> self;
+};
+
+TEST(PoolCompact, HandleOfThisInTheMoveConstructorGivesTheObjectsHandle) {
+  Pool<Registered> pool(8);
+  Registered* hole = pool.spawn(pool);
+  const Handle<Registered> moving = pool.handle_of(pool.spawn(pool));
+  pool.despawn(hole);
+  EXPECT_EQ(pool.compact(), 1u);
+  EXPECT_EQ(pool.get(moving)->self, moving);
+}
+
+// Its move constructor throws when asked.
+struct ThrowingMove {
+  explicit ThrowingMove(int id) : id(id) {}
+  ThrowingMove(ThrowingMove&& other) : id(other.id) {
+    if (other.id < 0) throw std::runtime_error("move failed");
+  }
+  int id;
+};
+
+TEST(PoolCompact, AMoveConstructorThatThrowsLeavesTheObjectWhereItWas) {
+  Pool<ThrowingMove> pool(4, Growth::fixed, DebugChecks::on);
+  pool.set_leak_report(poolalloc::LeakReport::off);
+  ThrowingMove* hole = pool.spawn(1);
+  ThrowingMove* stays = pool.spawn(-2);
+  const Handle<ThrowingMove> handle = pool.handle_of(stays);
+  pool.despawn(hole);
+  EXPECT_THROW((void)pool.compact(), std::runtime_error);
+  EXPECT_EQ(pool.get(handle), stays);
+  EXPECT_EQ(pool.size(), 1u);
+  EXPECT_EQ(pool.spawn(3), hole);  // the target slot is free again, with its fill pattern
+  pool.get(handle)->id = 2;
+  EXPECT_EQ(pool.compact(), 0u);
+}
+
+using PoolCompactDeathTest = ::testing::Test;
+
+struct Hp {
+  int hp;
+  int pad[3] = {};
+};
+
+TEST_F(PoolCompactDeathTest, ASlotWrittenAfterDespawnIsReportedWhenCompactMovesAnObjectThere) {
+  Pool<Hp> pool(8, Growth::fixed, DebugChecks::on);
+  pool.set_leak_report(poolalloc::LeakReport::off);
+  Hp* stale = pool.spawn(Hp{1});
+  (void)pool.spawn(Hp{2});
+  (void)pool.spawn(Hp{3});
+  pool.despawn(stale);
+  stale->hp = 7;  // a write through a stale pointer
+  EXPECT_DEATH((void)pool.compact(), "compact of " + death_test_hex(stale) +
+                                         ": the slot was written after its object was despawned");
+}
+
+}  // namespace
