@@ -26,6 +26,7 @@
 #include <new>
 #include <ostream>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "debug_checks.hpp"
@@ -166,7 +167,8 @@ class FixedPool {
     return layout ? max_blocks_per_chunk(*layout) : 0;
   }
 
-  // Adds a chunk of extra_blocks blocks. Live blocks stay where they are.
+  // Adds a chunk of extra_blocks blocks. Live blocks stay where they are. False, and the pool
+  // unchanged, without the memory.
   bool grow(std::size_t extra_blocks) { return !chunks_.empty() && add_owned_chunk(extra_blocks); }
 
   // Adds the caller's memory. Memory that starts where an earlier caller buffer ended extends
@@ -185,9 +187,13 @@ class FixedPool {
       const std::size_t unused = static_cast<std::size_t>(chunk.end - end_of_blocks(chunk));
       const std::size_t extra = std::min((unused + bytes) / caller_layout_.stride, room);
       if (extra == 0) break;
+      try {
+        if (debug_) chunk.allocated.resize(blocks.block_count() + extra);
+      } catch (const std::bad_alloc&) {
+        return false;
+      }
       blocks.extend(static_cast<std::uint32_t>(extra));
       chunk.end += bytes;
-      if (debug_) chunk.allocated.resize(blocks.block_count());
       capacity_ += extra;
       return true;
     }
@@ -299,8 +305,9 @@ class FixedPool {
     void* memory = ::operator new (bytes, std::align_val_t{alignment_}, std::nothrow);
     if (memory == nullptr) return false;
     auto* begin = static_cast<std::byte*>(memory);
-    add_chunk(begin, 0, begin + bytes, block_count, true);
-    return true;
+    if (add_chunk(begin, 0, begin + bytes, block_count, true)) return true;
+    ::operator delete (memory, std::align_val_t{alignment_});
+    return false;
   }
 
   bool add_caller_chunk(void* buffer, std::size_t bytes) {
@@ -311,13 +318,14 @@ class FixedPool {
         std::min((bytes - padding) / caller_layout_.stride, max_blocks_per_chunk(caller_layout_));
     if (count == 0) return false;
     auto* begin = static_cast<std::byte*>(buffer);
-    add_chunk(begin, padding, begin + bytes, count, false);
-    return true;
+    return add_chunk(begin, padding, begin + bytes, count, false);
   }
 
-  void add_chunk(std::byte* begin, std::size_t padding, std::byte* end, std::size_t block_count,
+  // All or nothing: false, and the pool as it was, when the chunk list or the debug bits cannot
+  // have their memory.
+  bool add_chunk(std::byte* begin, std::size_t padding, std::byte* end, std::size_t block_count,
                  bool owned) {
-    Chunk& chunk = chunks_.emplace_back();
+    Chunk chunk;
     chunk.owned = owned;
     const detail::BlockLayout& layout = layout_of(chunk);
     chunk.begin = begin;
@@ -326,9 +334,16 @@ class FixedPool {
     chunk.blocks = detail::LazyBlockList(chunk.memory + layout.front_guard,
                                          static_cast<std::uint32_t>(layout.stride),
                                          static_cast<std::uint32_t>(block_count));
-    if (debug_) chunk.allocated.resize(block_count);
+    try {
+      chunks_.reserve(chunks_.size() + 1);
+      if (debug_) chunk.allocated.resize(block_count);
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    chunks_.push_back(std::move(chunk));
     capacity_ += block_count;
-    make_current(chunk);
+    make_current(chunks_.back());
+    return true;
   }
 
   // The list of the current chunk lives in the pool (current_), where the fast paths reach it

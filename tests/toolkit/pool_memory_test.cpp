@@ -1,5 +1,6 @@
-// What a Pool<T> spends beside its slots, counted by replacing the global operator new and
-// delete (in an executable of its own, since the replacement holds for the whole program).
+// What a Pool<T> spends beside its slots, and what it and FixedPool do without memory, counted
+// by replacing the global operator new and delete (in an executable of its own, since the
+// replacement holds for the whole program).
 #include <poolalloc/object_pool.hpp>
 
 #include <gtest/gtest.h>
@@ -75,6 +76,8 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
 
 namespace {
 
+using poolalloc::DebugChecks;
+using poolalloc::FixedPool;
 using poolalloc::Growth;
 using poolalloc::Pool;
 
@@ -153,6 +156,71 @@ TEST(PoolMemory, AGrowablePoolThatCannotGrowReturnsNullptrAndGrowsLater) {
       EXPECT_EQ(pool.size(), 65u);
     }
     EXPECT_EQ(live_bytes, before) << "allocation " << failing << " failed";
+  }
+}
+
+// Fails each allocation of a growth in turn, the chunk's memory first, then the pool's list of
+// chunks and (with debug checks) its bits: allocate() returns nullptr, throws nothing and keeps
+// nothing, and the pool goes on.
+void expect_growth_all_or_nothing(DebugChecks debug) {
+  for (std::size_t failing = 1;; ++failing) {
+    const std::size_t before = live_bytes;
+    {
+      FixedPool pool(64, 1, 16, Growth::growable, debug);
+      pool.set_leak_report(poolalloc::LeakReport::off);
+      void* first = pool.allocate();
+      ASSERT_NE(first, nullptr);
+      fail_in = failing;
+      void* grown = pool.allocate();
+      const bool failed = fail_in == 0;
+      fail_in = 0;
+      if (!failed) {
+        EXPECT_NE(grown, nullptr);
+        EXPECT_GT(failing, 1u);
+        break;
+      }
+      EXPECT_EQ(grown, nullptr) << "allocation " << failing << " failed";
+      EXPECT_EQ(pool.capacity(), 1u);
+      EXPECT_EQ(pool.chunk_count(), 1u);
+      void* later = pool.allocate();  // the memory is there again
+      EXPECT_NE(later, nullptr);
+      EXPECT_EQ(pool.capacity(), 2u);
+      pool.deallocate(later);
+      pool.deallocate(first);
+    }
+    EXPECT_EQ(live_bytes, before) << "allocation " << failing << " failed";
+  }
+}
+
+TEST(FixedPoolMemory, AGrowthWithoutMemoryReturnsNullptrKeepsNothingAndTheNextOneGrows) {
+  expect_growth_all_or_nothing(DebugChecks::off);
+}
+
+TEST(FixedPoolMemory, UnderDebugChecksAGrowthWithoutMemoryReturnsNullptrAndTheNextOneGrows) {
+  expect_growth_all_or_nothing(DebugChecks::on);
+}
+
+TEST(FixedPoolMemory, CreateWithoutMemoryReturnsFalseAndKeepsNone) {
+  for (const DebugChecks debug : {DebugChecks::off, DebugChecks::on}) {
+    for (std::size_t failing = 1;; ++failing) {
+      const std::size_t before = live_bytes;
+      {
+        FixedPool pool;
+        fail_in = failing;
+        const bool created = pool.create(64, 1000, 16, Growth::fixed, debug);
+        const bool failed = fail_in == 0;
+        fail_in = 0;
+        if (!failed) {
+          EXPECT_TRUE(created);
+          EXPECT_GT(failing, 1u);
+          break;
+        }
+        EXPECT_FALSE(created) << "allocation " << failing << " failed";
+        EXPECT_EQ(pool.capacity(), 0u);
+        EXPECT_EQ(pool.allocate(), nullptr);
+      }
+      EXPECT_EQ(live_bytes, before) << "allocation " << failing << " failed";
+    }
   }
 }
 
