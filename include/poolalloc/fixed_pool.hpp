@@ -242,7 +242,7 @@ class FixedPool {
     const auto* byte = static_cast<const std::byte*>(p);
     return std::any_of(chunks_.begin(), chunks_.end(), [this, byte](const Chunk& chunk) {
       const detail::LazyBlockList& blocks = blocks_of(chunk);
-      if (!blocks.contains(byte)) return false;
+      if (!holds(chunk, byte)) return false;
       const std::byte* block = blocks.block_at(blocks.index_of(byte));
       return static_cast<std::size_t>(byte - block) < block_size();
     });
@@ -429,10 +429,19 @@ class FixedPool {
     return &chunks_.back();
   }
 
+  // Whether p points into the chunk's blocks. Their list's range starts after the first block's
+  // front guard and runs a stride per block from there, front_guard bytes past the chunk's end
+  // (into memory that may be another chunk's): it is cut at the end.
+  [[nodiscard]] bool holds(const Chunk& chunk, const void* p) const {
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    const auto end = reinterpret_cast<std::uintptr_t>(chunk.end);
+    return blocks_of(chunk).contains(p) && address < end;
+  }
+
   // The chunk holding `block`; aborts when there is none.
   Chunk& chunk_holding(const void* block) {
     for (Chunk& chunk : chunks_) {
-      if (blocks_of(chunk).contains(block)) return chunk;
+      if (holds(chunk, block)) return chunk;
     }
     fail_deallocate(block, " outside the pool");
   }

@@ -1,6 +1,6 @@
-// What a Pool<T> spends beside its slots, and what it and FixedPool do without memory, counted
-// by replacing the global operator new and delete (in an executable of its own, since the
-// replacement holds for the whole program).
+// What a Pool<T> spends beside its slots, what it and FixedPool do without memory, and FixedPool
+// beside memory it did not place, by replacing the global operator new and delete (in an
+// executable of its own, since the replacement holds for the whole program).
 #include <poolalloc/object_pool.hpp>
 
 #include <gtest/gtest.h>
@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -20,6 +22,11 @@ constexpr std::size_t kHeader = 2 * sizeof(std::size_t);
 
 // The allocation that many allocations from now fails (1: the next one); 0: none fails.
 std::size_t fail_in = 0;
+
+// When set, where the next aligned nothrow allocation goes (in `arena`, which is never given
+// back), so that a test knows what memory follows it.
+std::byte* place_next = nullptr;
+alignas(64) std::byte arena[4096];
 
 // The header holds the size and the block's distance from what malloc returned: an aligned
 // start is found inside a larger block, as Windows has no posix_memalign.
@@ -40,6 +47,8 @@ void* take(std::size_t bytes, std::size_t alignment) {
 // an object it knows the start of, and warn (-Warray-bounds, -Wmismatched-new-delete).
 [[gnu::noinline]] void give(void* p) {
   if (p == nullptr) return;
+  if (reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(arena) < sizeof arena)
+    return;
   auto* block = static_cast<std::byte*>(p);
   live_bytes -= reinterpret_cast<std::size_t*>(block)[-1];
   std::free(block - reinterpret_cast<std::size_t*>(block)[-2]);
@@ -59,6 +68,7 @@ void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
   return take(bytes, 0);
 }
 void* operator new(std::size_t bytes, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  if (place_next != nullptr) return std::exchange(place_next, nullptr);
   return take(bytes, static_cast<std::size_t>(alignment));
 }
 void operator delete(void* p) noexcept {
@@ -222,6 +232,22 @@ TEST(FixedPoolMemory, CreateWithoutMemoryReturnsFalseAndKeepsNone) {
       EXPECT_EQ(live_bytes, before) << "allocation " << failing << " failed";
     }
   }
+}
+
+// With debug checks a chunk of the pool's own has guard bytes around each block: the caller's
+// memory that follows it is not the chunk's, however close.
+TEST(FixedPoolDebug, BlocksOfCallerMemoryRightAfterAChunkOfThePoolsOwnAreDeallocated) {
+  const std::size_t chunk_bytes = 2 * poolalloc::detail::block_layout(48, 16, true)->stride;
+  place_next = arena;
+  FixedPool pool(48, 2, 16, Growth::fixed, DebugChecks::on);
+  ASSERT_EQ(place_next, nullptr);
+  ASSERT_TRUE(pool.grow(arena + chunk_bytes, 1024));
+  std::vector<void*> blocks;
+  while (void* block = pool.allocate()) blocks.push_back(block);
+  ASSERT_EQ(blocks.size(), pool.capacity());
+  for (void* block : blocks) EXPECT_TRUE(pool.owns(block));
+  for (void* block : blocks) pool.deallocate(block);
+  EXPECT_EQ(pool.used_count(), 0u);
 }
 
 }  // namespace
