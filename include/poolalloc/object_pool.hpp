@@ -186,7 +186,7 @@ class Pool {
   void clear() {
     const bool outer = std::exchange(destroying_, true);
     while (size_ > dying_count()) {
-      free_.for_each_used([this](std::uint32_t slot) {
+      walk([this](std::uint32_t slot) {
         if (!is_dying(slot)) destroy_slot(slot);
       });
     }
@@ -214,14 +214,14 @@ class Pool {
   // Calls f(object) for every live object, in slot order (address order within each chunk, and
   // so for a fixed pool). f may despawn the object it is given or others (one despawned before the
   // walk reaches it is not visited); an object spawned during the walk may or may not be visited.
-  // O(capacity / 64 + live objects).
+  // shrink() does nothing during the walk. O(capacity / 64 + live objects).
   template <class F>
   void for_each(F&& f) {
-    free_.for_each_used([&](std::uint32_t slot) { f(*address_of(slot)); });
+    walk([&](std::uint32_t slot) { f(*address_of(slot)); });
   }
   template <class F>
   void for_each(F&& f) const {
-    free_.for_each_used([&](std::uint32_t slot) { f(std::as_const(*address_of(slot))); });
+    walk([&](std::uint32_t slot) { f(std::as_const(*address_of(slot))); });
   }
 
   [[nodiscard]] iterator begin() { return iterator(this, free_.first_used()); }
@@ -267,7 +267,10 @@ class Pool {
   // As FixedPool's: gives back the trailing chunks, all but the first, that hold no live object,
   // and returns the bytes of their slots (the bitmap and the handle table keep their room, for
   // when the pool grows again). Handles of objects that lived there stay stale. O(capacity / 64).
+  // During for_each or clear() (from a callback or a destructor) it does nothing and returns 0:
+  // the walk would go on into the slots given back.
   std::size_t shrink() {
+    if (walks_ > 0) return 0;
     const std::uint32_t highest = free_.highest_used_below(free_.size());
     std::size_t released = 0;
     while (chunks_.size() > 1 &&
@@ -373,6 +376,7 @@ class Pool {
     swap(growth_, other.growth_);
     swap(debug_, other.debug_);
     swap(destroying_, other.destroying_);
+    swap(walks_, other.walks_);
     swap(dying_, other.dying_);
     swap(leak_report_, other.leak_report_);
     swap(name_, other.name_);
@@ -507,6 +511,16 @@ class Pool {
     --size_;
   }
 
+  // free_.for_each_used(f), counted in walks_ while it runs.
+  template <class F>
+  void walk(F&& f) const {
+    struct Walking {
+      std::uint32_t& walks;
+      ~Walking() { --walks; }
+    } walking{++walks_};
+    free_.for_each_used(f);
+  }
+
   // What ~Pool and move assignment do with the objects: report them under debug checks, clear().
   void destroy_objects() {
     if (debug_ && size() > 0) report_live_objects();
@@ -593,6 +607,7 @@ class Pool {
   Growth growth_;
   bool debug_;
   bool destroying_ = false;
+  mutable std::uint32_t walks_ = 0;  // for_each and clear() walks running (see shrink())
   // The slots whose destructors are running, innermost first: a chain through destroy_slot's
   // frames, empty (nullptr) but while a destructor runs.
   struct Dying {

@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "address_text.hpp"
 
@@ -205,6 +206,60 @@ TEST_F(PoolCompactDeathTest, ASlotWrittenAfterDespawnIsReportedWhenCompactMovesA
   stale->hp = 7;  // a write through a stale pointer
   EXPECT_DEATH((void)pool.compact(), "compact of " + death_test_hex(stale) +
                                          ": the slot was written after its object was despawned");
+}
+
+struct Id {
+  int id;
+};
+
+// A wave that is over despawns the rest of its wave and gives the memory back from a walk.
+TEST(PoolWalk, ShrinkDuringForEachDoesNothingAndTheWalkVisitsOnlyLiveObjects) {
+  Pool<Id> pool(10, Growth::growable);  // chunks of 10, 10 and 20 slots, in one bitmap word
+  std::vector<Id*> all;
+  for (int i = 0; i < 40; ++i) all.push_back(pool.spawn(Id{i}));
+  int visits = 0;
+  std::size_t released_in_walk = 1;
+  pool.for_each([&](Id& object) {
+    ++visits;
+    EXPECT_LT(object.id, 10);
+    if (object.id == 5) {
+      for (int i = 10; i < 40; ++i) pool.despawn(all[i]);
+      released_in_walk = pool.shrink();
+    }
+  });
+  EXPECT_EQ(visits, 10);
+  EXPECT_EQ(released_in_walk, 0u);
+  EXPECT_EQ(pool.shrink(), 30 * sizeof(Id));
+  EXPECT_EQ(pool.capacity(), 10u);
+}
+
+// The first of a wave: when it dies, it despawns the rest and gives the memory back.
+struct Leader {
+  static inline std::size_t released = 0;
+  static inline int destroyed = 0;
+  Leader(Pool<Leader>& pool, std::vector<Leader*>* wave) : pool(pool), wave(wave) {}
+  ~Leader() {
+    ++destroyed;
+    if (wave == nullptr) return;
+    for (Leader* other : *wave) pool.despawn(other);
+    released += pool.shrink();
+  }
+  Pool<Leader>& pool;
+  std::vector<Leader*>* wave;
+};
+
+TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
+  Leader::released = 0;
+  Leader::destroyed = 0;
+  Pool<Leader> pool(2, Growth::growable);  // chunks of 2 and 2 slots
+  std::vector<Leader*> wave;
+  (void)pool.spawn(pool, &wave);
+  for (int i = 0; i < 3; ++i) wave.push_back(pool.spawn(pool, nullptr));
+  wave.erase(wave.begin());  // the leader despawns the two in the second chunk
+  pool.clear();
+  EXPECT_EQ(Leader::destroyed, 4);
+  EXPECT_EQ(Leader::released, 0u);
+  EXPECT_EQ(pool.shrink(), 2 * sizeof(Leader));
 }
 
 }  // namespace
