@@ -5,7 +5,8 @@
 //   walk over contiguous memory. spawn and despawn cost a few instructions each and read no freed
 //   slot.
 // - Handle<T>: an id plus a generation (detail/handle_table.hpp). get() returns nullptr once the
-//   object is gone, even when its slot holds another one, and after compact() still finds it.
+//   object is gone, even when its slot holds another one (for 2^32 spawns into the slot, where the
+//   32-bit generation wraps), and after compact() still finds it.
 // - compact() moves live objects down into the free slots below them.
 // - clear(), and destroying the pool, destroy the objects still alive, whose destructors may
 //   despawn and spawn; with debug checks the destruction first lists them (set_leak_report).
@@ -417,7 +418,8 @@ class Pool {
   }
 
   // T(args...), or T{args...} for an aggregate where the compiler has no parenthesised aggregate
-  // initialisation (clang before 16).
+  // initialisation (clang before 16): there an argument that converts to its member's type is a
+  // narrowing error, as it is no constant expression here.
   template <class... Args>
   static T* construct_at(void* memory, Args&&... args) {
     if constexpr (std::is_constructible_v<T, Args&&...>) {
