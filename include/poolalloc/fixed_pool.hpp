@@ -33,6 +33,7 @@
 #include "detail/block_layout.hpp"
 #include "detail/cold.hpp"
 #include "detail/debug_blocks.hpp"
+#include "detail/exceptions.hpp"
 #include "detail/lazy_block_list.hpp"
 #include "detail/message.hpp"
 #include "detail/name.hpp"
@@ -187,11 +188,10 @@ class FixedPool {
       const std::size_t unused = static_cast<std::size_t>(chunk.end - end_of_blocks(chunk));
       const std::size_t extra = std::min((unused + bytes) / caller_layout_.stride, room);
       if (extra == 0) break;
-      try {
+      const bool reserved = detail::returns_without_bad_alloc([&] {
         if (debug_) chunk.allocated.resize(blocks.block_count() + extra);
-      } catch (const std::bad_alloc&) {
-        return false;
-      }
+      });
+      if (!reserved) return false;
       blocks.extend(static_cast<std::uint32_t>(extra));
       chunk.end += bytes;
       capacity_ += extra;
@@ -334,12 +334,11 @@ class FixedPool {
     chunk.blocks = detail::LazyBlockList(chunk.memory + layout.front_guard,
                                          static_cast<std::uint32_t>(layout.stride),
                                          static_cast<std::uint32_t>(block_count));
-    try {
+    const bool reserved = detail::returns_without_bad_alloc([&] {
       chunks_.reserve(chunks_.size() + 1);
       if (debug_) chunk.allocated.resize(block_count);
-    } catch (const std::bad_alloc&) {
-      return false;
-    }
+    });
+    if (!reserved) return false;
     chunks_.push_back(std::move(chunk));
     capacity_ += block_count;
     make_current(chunks_.back());

@@ -462,12 +462,8 @@ class Pool {
     if constexpr (std::is_nothrow_move_constructible_v<T>) {
       return construct_in(to, std::move(source));
     } else {
-      try {
-        return construct_in(to, std::move(source));
-      } catch (...) {
-        handles_.moved(to, from);
-        throw;
-      }
+      return detail::undo_on_throw([&] { return construct_in(to, std::move(source)); },
+                                   [&] { handles_.moved(to, from); });
     }
   }
 

@@ -91,6 +91,43 @@ TEST(NoExceptions, APoolWhoseSlotsCannotBeHadHasCapacityZeroAndSpawnsNullptr) {
   units.clear();
 }
 
+TEST(NoExceptions, AFixedPoolWhoseChunkCannotBeHadIsNotCreatedAndAllocatesNullptr) {
+  chunks_fail = true;
+  FixedPool refused;
+  EXPECT_FALSE(refused.create(64, 8));
+  FixedPool bullets(64, 1, 16, Growth::growable);
+  chunks_fail = false;
+  EXPECT_EQ(bullets.capacity(), 0u);
+  ASSERT_TRUE(bullets.create(64, 1, 16, Growth::growable));
+  void* first = bullets.allocate();
+  chunks_fail = true;
+  EXPECT_EQ(bullets.allocate(), nullptr);
+  chunks_fail = false;
+  void* second = bullets.allocate();
+  EXPECT_NE(second, nullptr);
+  bullets.deallocate(second);
+  bullets.deallocate(first);
+}
+
+// Its move constructor may throw, as far as the compiler knows: compact() takes the path that
+// would undo a move, which must build without exceptions.
+struct Movable {
+  explicit Movable(int id) : id(id) {}
+  Movable(Movable&& other) : id(other.id) {}
+  int id;
+};
+static_assert(!std::is_nothrow_move_constructible_v<Movable>);
+
+TEST(NoExceptions, APoolCompacts) {
+  Pool<Movable> pool(4);
+  Movable* hole = pool.spawn(1);
+  const Handle<Movable> moving = pool.handle_of(pool.spawn(2));
+  pool.despawn(hole);
+  EXPECT_EQ(pool.compact(), 1u);
+  EXPECT_EQ(pool.get(moving), hole);
+  EXPECT_EQ(pool.get(moving)->id, 2);
+}
+
 TEST(NoExceptions, AFixedPoolHandsOutEachBlockOnceUntilItIsFull) {
   FixedPool pool(32, 2);
   void* a = pool.allocate();
