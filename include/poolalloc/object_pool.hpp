@@ -253,7 +253,7 @@ class Pool {
       handles_.moved(from, to);
       T* source = address_of(from);
       T* target = construct_moved(from, to, *source);
-      source->~T();
+      destroy_moved_from(from, to);
       free_.release(from);
       if (debug_) fill_freed(from);
       moved(source, target);
@@ -531,6 +531,19 @@ class Pool {
     std::size_t count = 0;
     for (const Dying* dying = dying_; dying != nullptr; dying = dying->outer) ++count;
     return count;
+  }
+
+  // Destroys the object left in `from` by its move to `to`. Its destructor may despawn what it
+  // seems to own, itself included, by pointer or by handle (its handles now name `to`): both
+  // slots count as dying meanwhile, so those despawns are ignored.
+  void destroy_moved_from(std::uint32_t from, std::uint32_t to) {
+    if constexpr (!std::is_trivially_destructible_v<T>) {
+      const Dying target{to, dying_};
+      const Dying source{from, &target};
+      dying_ = &source;
+      address_of(from)->~T();
+      dying_ = target.outer;
+    }
   }
 
   // Whether the destructor of the object in `slot` is running. O(destructors running).

@@ -263,3 +263,43 @@ TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
 }
 
 }  // namespace
+
+// An object that despawns itself when it dies, by pointer or by its own handle (which its move
+// copies): the moved-from object's destructor in compact() must leave the moved object alone.
+struct SelfOwned {
+  static inline int destroyed = 0;
+  explicit SelfOwned(Pool<SelfOwned>& pool, bool by_handle)
+      : pool(&pool), by_handle(by_handle), self(pool.handle_of(this)) {}
+  SelfOwned(SelfOwned&& other) noexcept = default;
+  ~SelfOwned() {
+    ++destroyed;
+    if (by_handle) {
+      pool->despawn(self);
+    } else {
+      pool->despawn(this);
+    }
+  }
+  Pool<SelfOwned>* pool;
+  bool by_handle;
+  Handle<SelfOwned> self;
+};
+
+TEST(PoolCompact, AMovedFromObjectThatDespawnsItselfLeavesTheMovedObjectAlive) {
+  for (const bool by_handle : {false, true}) {
+    SelfOwned::destroyed = 0;
+    {
+      Pool<SelfOwned> pool(4);
+      SelfOwned* hole = pool.spawn(pool, by_handle);
+      SelfOwned* last = pool.spawn(pool, by_handle);
+      const Handle<SelfOwned> handle = last->self;
+      pool.despawn(hole);
+      ASSERT_EQ(SelfOwned::destroyed, 1);
+      EXPECT_EQ(pool.compact(), 1u);
+      EXPECT_EQ(SelfOwned::destroyed, 2) << "by handle: " << by_handle;  // the moved-from one
+      EXPECT_EQ(pool.size(), 1u);
+      ASSERT_NE(pool.get(handle), nullptr);
+      EXPECT_EQ(pool.get(handle)->self, handle);
+    }
+    EXPECT_EQ(SelfOwned::destroyed, 3);
+  }
+}
