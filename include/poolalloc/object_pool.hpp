@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "detail/cold.hpp"
+#include "detail/construct.hpp"
 #include "detail/debug_blocks.hpp"
 #include "detail/exceptions.hpp"
 #include "detail/handle_table.hpp"
@@ -417,28 +418,16 @@ class Pool {
     return chunk->slots + (slot - chunk->first);
   }
 
-  // T(args...), or T{args...} for an aggregate where the compiler has no parenthesised aggregate
-  // initialisation (clang before 16): there an argument that converts to its member's type is a
-  // narrowing error, as it is no constant expression here.
-  template <class... Args>
-  static T* construct_at(void* memory, Args&&... args) {
-    if constexpr (std::is_constructible_v<T, Args&&...>) {
-      return ::new (memory) T(std::forward<Args>(args)...);
-    } else {
-      return ::new (memory) T{std::forward<Args>(args)...};
-    }
-  }
-
   // Constructs a T in slot `slot`, which the caller has taken. If the constructor throws, the
   // slot is free again (with its fill pattern under debug checks) and the exception propagates.
   template <class... Args>
   T* construct_in(std::uint32_t slot, Args&&... args) {
     void* memory = address_of(slot);
     if constexpr (std::is_nothrow_constructible_v<T, Args&&...>) {
-      return construct_at(memory, std::forward<Args>(args)...);
+      return detail::construct<T>(memory, std::forward<Args>(args)...);
     } else {
       return detail::undo_on_throw(
-          [&] { return construct_at(memory, std::forward<Args>(args)...); },
+          [&] { return detail::construct<T>(memory, std::forward<Args>(args)...); },
           [&] {
             if (debug_) fill_freed(slot);
             free_.release(slot);

@@ -8,7 +8,8 @@
 //   comes back with reset() / swap_buffers() / free_to_marker().
 // - StlAllocator<T, Arena>: a standard allocator over any arena with allocate(size, align) (and,
 //   if it has one, deallocate(p, size, align)), so std::vector<T, StlAllocator<T, Arena>> works;
-//   or over a FixedPool, one T at a time, for node containers (std::list, std::map, ...).
+//   or over a FixedPool (or a Tracked or Synchronized one), one T at a time, for node containers
+//   (std::list, std::map, ...).
 //
 // Exhaustion throws std::bad_alloc, as these interfaces require; a PoolResource whose chunks
 // could never be allocated throws when it is constructed. With exceptions off, each of these
@@ -80,7 +81,7 @@ class PoolResource final : public std::pmr::memory_resource {
   [[nodiscard]] std::string_view name() const { return name_.view(); }
 
   // Bytes asked for and not yet given back, pooled and upstream: a 3-byte request counts 3,
-  // though it takes an 8-byte block.
+  // though it takes a 16-byte block (allocate(3) asks for alignof(std::max_align_t)).
   [[nodiscard]] std::size_t used() const { return used_; }
   // Bytes the resource holds: the blocks of its pools, in use or free (their chunks stay until
   // release()), and the requests upstream. Debug checks' guard bytes are not counted.
@@ -96,7 +97,7 @@ class PoolResource final : public std::pmr::memory_resource {
   [[nodiscard]] std::size_t largest_block() const { return largest_block_; }
   [[nodiscard]] std::pmr::memory_resource* upstream() const { return upstream_; }
 
-  // `PoolResource "ui": 514 B used, 17153 B reserved, 8 B blocks 1 of 64, 256 B blocks 1 of 64,
+  // `PoolResource "ui": 514 B used, 17665 B reserved, 16 B blocks 1 of 64, 256 B blocks 1 of 64,
   // 1 block upstream, debug checks off`: each pool in use, its blocks used of those it holds.
   friend std::ostream& operator<<(std::ostream& out, const PoolResource& resource) {
     detail::write_title(out, "PoolResource", resource.name(), &resource)
@@ -147,8 +148,11 @@ class PoolResource final : public std::pmr::memory_resource {
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     void* p = nullptr;
     if (bytes > largest_block_ || alignment > largest_block_) {
-      p = upstream_->allocate(bytes, alignment);
-      upstream_blocks_.push_back({p, bytes, alignment});
+      // The record first: where it cannot be kept, no block has been taken that would leak.
+      upstream_blocks_.push_back({nullptr, bytes, alignment});
+      p = detail::undo_on_throw([&] { return upstream_->allocate(bytes, alignment); },
+                                [&] { upstream_blocks_.pop_back(); });
+      upstream_blocks_.back().memory = p;
     } else {
       const std::size_t block = block_for(bytes, alignment);
       FixedPool& pool = pools_[pool_index(block)];
@@ -270,8 +274,9 @@ class StlAllocator {
   }
 
  private:
-  // A pool of blocks of one size (FixedPool), whose allocate() takes no size: it serves one T
-  // at a time, that a block holds.
+  // A pool of blocks of one size (FixedPool, or a Tracked or Synchronized one, which forward its
+  // block_size() and alignment()), whose allocate() takes no size: it serves one T at a time,
+  // that a block holds.
   static constexpr bool kFixedSize = requires(Arena & arena) { arena.allocate(); };
 
   Arena* arena_;

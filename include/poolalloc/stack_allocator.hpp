@@ -4,18 +4,20 @@
 //   ... allocate ...
 //   stack.free_to_marker(m);            // or let a StackScope do it
 //
-// A marker of another stack, one above the top, and one that the last free went below are
-// reported and abort. allocate(), new_object<T>() and new_array<T>() are O(1) and return nullptr
-// when the stack is full, whatever the size or alignment. Over owned memory or the caller's. A
-// move takes the memory, and the markers' validity, along and leaves the source empty. Memory
-// given back is poisoned under AddressSanitizer and, with debug checks, filled and checked when
-// handed out again (detail/bump_region.hpp).
-// Not thread-safe, by choice: use one per thread.
+// A marker of another stack (one moved from or destroyed included, whatever memory it had), one
+// above the top, and one that the last free went below are reported and abort. allocate(),
+// new_object<T>() and new_array<T>() are O(1) and return nullptr when the stack is full, whatever
+// the size or alignment. Over owned memory or the caller's. A move takes the memory, and the
+// markers' validity, along and leaves the source empty. Memory given back is poisoned under
+// AddressSanitizer and, with debug checks, filled and checked when handed out again
+// (detail/bump_region.hpp). Not thread-safe, by choice: use one per thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
+#include <utility>
 
 #include "detail/bump_region.hpp"
 #include "detail/cold.hpp"
@@ -25,17 +27,21 @@ namespace poolalloc {
 
 class StackAllocator : private detail::BumpRegion {
  public:
-  // A position in one stack, and the stack's count of frees when it was taken: markers are equal
-  // when they mark the same position. Markers stay valid across a move: the memory they point
-  // into moves along.
+  // A position in one stack, the stack's serial number and its count of frees when it was taken:
+  // markers are equal when they mark the same position of the same stack. Markers stay valid
+  // across a move: the memory they point into, and the serial number, move along.
   class Marker {
    public:
-    friend bool operator==(Marker a, Marker b) { return a.top_ == b.top_; }
+    friend bool operator==(Marker a, Marker b) {
+      return a.top_ == b.top_ && a.serial_ == b.serial_;
+    }
 
    private:
     friend class StackAllocator;
-    Marker(std::byte* top, std::uint64_t rewinds) : top_(top), rewinds_(rewinds) {}
+    Marker(std::byte* top, std::uint64_t serial, std::uint64_t rewinds)
+        : top_(top), serial_(serial), rewinds_(rewinds) {}
     std::byte* top_;
+    std::uint64_t serial_;
     std::uint64_t rewinds_;
   };
 
@@ -49,15 +55,17 @@ class StackAllocator : private detail::BumpRegion {
   using BumpRegion::new_array;
   using BumpRegion::new_object;
 
-  [[nodiscard]] Marker marker() const { return Marker(top(), rewinds()); }
+  [[nodiscard]] Marker marker() const { return Marker(top(), serial_.value, rewinds()); }
 
-  // Gives back everything allocated since `m` was taken. Three markers are reported, and abort,
-  // each for two compares: one of another stack (outside this one's memory), one above the top
-  // (its memory given back already), and one that the last free went below (given back, and
-  // perhaps handed out again since: freeing to it would free what others now hold). A marker
-  // that an earlier free went below, with frees above it since, is not seen.
+  // Gives back everything allocated since `m` was taken. Three markers are reported, and abort:
+  // one of another stack (its serial number is not this stack's: one compare, which no address
+  // test could do, since another stack may have had this memory, or end where this one starts),
+  // one above the top (its memory given back already), and one that the last free went below
+  // (given back, and perhaps handed out again since: freeing to it would free what others now
+  // hold; two compares). A marker that an earlier free went below, with frees above it since, is
+  // not seen.
   void free_to_marker(Marker m) {
-    if (!holds(m.top_)) [[unlikely]]
+    if (m.serial_ != serial_.value) [[unlikely]]
       fail_free_to_marker(m, "is of another stack");
     if (m.top_ > top()) [[unlikely]]
       fail_free_to_marker(m, "is above the top; that memory was already given back");
@@ -84,7 +92,7 @@ class StackAllocator : private detail::BumpRegion {
     detail::Message message;
     write_report_title(message);
     message << ": free_to_marker(";
-    if (holds(m.top_)) {
+    if (m.serial_ == serial_.value) {
       message << offset(m.top_);
     } else {
       message << static_cast<const void*>(m.top_);
@@ -92,6 +100,24 @@ class StackAllocator : private detail::BumpRegion {
     message << ") " << what;
     detail::fatal(message);
   }
+
+  // A number no other stack has had: taken from a counter at construction, moved along with the
+  // memory, and a new one for the stack moved from, so that its markers are another stack's.
+  struct Serial {
+    Serial() = default;
+    Serial(Serial&& other) noexcept : value(std::exchange(other.value, next())) {}
+    Serial& operator=(Serial&& other) noexcept {
+      value = std::exchange(other.value, next());
+      return *this;
+    }
+    static std::uint64_t next() {
+      static constinit std::atomic<std::uint64_t> counter{0};
+      return counter.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::uint64_t value = next();
+  };
+
+  Serial serial_;
 };
 
 // Frees the stack to the marker taken at construction when the scope ends.

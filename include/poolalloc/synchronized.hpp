@@ -7,6 +7,7 @@
 //   bullets.with_lock([](auto& pool) { pool.for_each(draw); });
 #pragma once
 
+#include <cstddef>
 #include <mutex>
 #include <ostream>
 #include <utility>
@@ -43,6 +44,20 @@ class Synchronized {
   void despawn(Args&&... args) {
     const std::lock_guard lock(mutex_);
     arena_.despawn(std::forward<Args>(args)...);
+  }
+
+  // A FixedPool's block size and alignment, read under the lock (what StlAllocator asks).
+  [[nodiscard]] std::size_t block_size() const requires requires(const Arena& arena) {
+    arena.block_size();
+  }
+  {
+    return with_lock([](const Arena& arena) { return arena.block_size(); });
+  }
+  [[nodiscard]] std::size_t alignment() const requires requires(const Arena& arena) {
+    arena.alignment();
+  }
+  {
+    return with_lock([](const Arena& arena) { return arena.alignment(); });
   }
 
   // Runs f(arena) under the lock, for anything else the arena offers; returns what f returns.

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <iomanip>
+#include <ios>
 #include <memory_resource>
 #include <ostream>
 #include <string_view>
@@ -51,6 +52,25 @@ template <class Arena>
 std::size_t bytes_in_use(const Synchronized<Arena>& arena) {
   return arena.with_lock([](const Arena& inner) { return bytes_in_use(inner); });
 }
+
+// Sets a stream to print numbers in decimal, padded with spaces, for as long as it lives; then
+// gives the stream back the flags (base, adjustment, ...) and the fill it had.
+class DecimalOutput {
+ public:
+  explicit DecimalOutput(std::ostream& out)
+      : out_(out), flags_(out.flags(std::ios_base::dec)), fill_(out.fill(' ')) {}
+  DecimalOutput(const DecimalOutput&) = delete;
+  DecimalOutput& operator=(const DecimalOutput&) = delete;
+  ~DecimalOutput() {
+    out_.flags(flags_);
+    out_.fill(fill_);
+  }
+
+ private:
+  std::ostream& out_;
+  std::ios_base::fmtflags flags_;
+  char fill_;
+};
 
 // `Tracked "bullets" (budget 65536 B): 0 B used, peak 8 B, over budget 0 times`: the figures as of
 // the last sample, as print_budgets() shows them.
@@ -115,17 +135,31 @@ class Tracked final : public detail::BudgetRow {
     return frame_peak;
   }
 
+  // The block size and alignment of an arena that has them (a FixedPool), for StlAllocator.
+  [[nodiscard]] std::size_t block_size() const requires requires(const Arena& arena) {
+    arena.block_size();
+  }
+  { return arena_.block_size(); }
+  [[nodiscard]] std::size_t alignment() const requires requires(const Arena& arena) {
+    arena.alignment();
+  }
+  { return arena_.alignment(); }
+
   // The arena's bytes in use now; print_budgets() shows them as of the last sample.
   [[nodiscard]] std::size_t used() const { return detail::bytes_in_use(arena_); }
   [[nodiscard]] Arena& arena() const { return arena_; }
 
   // The tracker's figures, then the arena's line: `Tracked "bullets" (budget 65536 B): 0 B used,
-  // peak 8 B, over budget 0 times; Pool "bullets" (object 8 B): ...`
+  // peak 8 B, over budget 0 times; Pool "bullets" (object 8 B): ...`, in decimal whatever the
+  // stream's base.
   friend std::ostream& operator<<(std::ostream& out, const Tracked& tracked) requires
       requires(std::ostream& stream, const Arena& arena) {
     stream << arena;
   }
-  { return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << tracked.arena_; }
+  {
+    const detail::DecimalOutput decimal(out);
+    return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << tracked.arena_;
+  }
 
  private:
   // Runs call(arena) and samples the usage it leaves, both under the lock of a Synchronized
@@ -172,6 +206,7 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 
   // `TrackedResource "ui" (budget 65536 B): 1200 B used, peak 4096 B, over budget 0 times`
   friend std::ostream& operator<<(std::ostream& out, const TrackedResource& tracked) {
+    const detail::DecimalOutput decimal(out);
     return detail::write_budget(out, "TrackedResource", tracked, &tracked);
   }
 
@@ -199,8 +234,10 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 // One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used at its last
 // sample, peak, budget, and how many times usage rose above the budget. The per-frame memory report
 // of a debug overlay; safe while trackers on other threads come, go and sample. The name column
-// fits the longest name a tracker keeps, so that every name leaves the columns aligned.
+// fits the longest name a tracker keeps, so that every name leaves the columns aligned. In decimal
+// padded with spaces, whatever the stream was left in; the stream is left as it was.
 inline void print_budgets(std::ostream& out) {
+  const detail::DecimalOutput decimal(out);
   constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
   out << std::left << std::setw(name_width) << "arena" << std::right << std::setw(12) << "used"
       << std::setw(12) << "peak" << std::setw(12) << "budget" << std::setw(6) << "over"

@@ -147,6 +147,19 @@ TEST(FrameAllocator, NewObjectConstructsInPlaceWithTheTypesAlignment) {
   EXPECT_TRUE(aligned(w, 32));
 }
 
+// As game math types usually are: no constructor, so T(args...) needs C++20's parenthesised
+// aggregate initialisation, which clang before 16 lacks.
+struct Aggregate {
+  float x, y, z;
+};
+
+TEST(FrameAllocator, NewObjectBuildsAnAggregateFromItsMembers) {
+  FrameAllocator frame(1024);
+  DoubleBufferedFrameAllocator frames(1024);
+  EXPECT_EQ(frame.new_object<Aggregate>(1.0f, 2.0f, 3.0f)->z, 3.0f);
+  EXPECT_EQ(frames.new_object<Aggregate>(1.0f, 2.0f, 3.0f)->y, 2.0f);
+}
+
 TEST(FrameAllocator, NewArrayDefaultConstructsNElementsOrReturnsNullptr) {
   FrameAllocator frame(256);
   Wide* lanes = frame.new_array<Wide>(4);

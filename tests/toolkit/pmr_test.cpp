@@ -1,4 +1,6 @@
 #include <poolalloc/pmr.hpp>
+#include <poolalloc/synchronized.hpp>
+#include <poolalloc/tracking.hpp>
 
 #include <gtest/gtest.h>
 
@@ -264,6 +266,31 @@ TEST(StlAllocator, ServesNodeContainersFromAFixedPoolAndGivesTheBlocksBack) {
   EXPECT_EQ(nodes.used_count(), 0u);
 }
 
+TEST(StlAllocator, ServesNodeContainersFromATrackedFixedPool) {
+  FixedPool nodes(64, 16);
+  poolalloc::Tracked tracked(nodes, 1024);
+  using Allocator = StlAllocator<int, poolalloc::Tracked<FixedPool>>;
+  {
+    std::list<int, Allocator> values{Allocator(tracked)};
+    values.push_back(1);
+    values.push_back(2);
+    EXPECT_EQ(tracked.used(), 2 * 64u);
+  }
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.peak(), 2 * 64u);
+}
+
+TEST(StlAllocator, ServesNodeContainersFromASynchronizedFixedPool) {
+  poolalloc::Synchronized<FixedPool> nodes(64, 16);
+  using Allocator = StlAllocator<int, poolalloc::Synchronized<FixedPool>>;
+  {
+    std::list<int, Allocator> values{Allocator(nodes)};
+    values.push_back(1);
+    EXPECT_EQ(nodes.with_lock([](const FixedPool& pool) { return pool.used_count(); }), 1u);
+  }
+  EXPECT_EQ(nodes.with_lock([](const FixedPool& pool) { return pool.used_count(); }), 0u);
+}
+
 struct alignas(64) Wide {
   char bytes[64];
 };
@@ -342,6 +369,25 @@ TEST(PoolResource, PrintsItsStateAndEachPoolInUseInOneLine) {
   pool.deallocate(a, 16, 8);
   pool.deallocate(b, 100, 8);
   pool.deallocate(c, 3, 1);
+}
+
+// toolkit.md's line: allocate(n) asks for alignof(std::max_align_t), so a 1-byte request takes a
+// 16-byte block.
+TEST(PoolResource, ASmallRequestOfTheDefaultAlignmentTakesASixteenByteBlock) {
+  PoolResource ui;
+  ui.set_name("ui");
+  void* a = ui.allocate(1);
+  void* b = ui.allocate(256);
+  void* c = ui.allocate(257);
+  std::ostringstream out;
+  out << ui;
+  EXPECT_EQ(
+      out.str(),
+      "PoolResource \"ui\": 514 B used, 17665 B reserved, 16 B blocks 1 of 64, 256 B blocks 1 "
+      "of 64, 1 block upstream, debug checks off");
+  ui.deallocate(a, 1);
+  ui.deallocate(b, 256);
+  ui.deallocate(c, 257);
 }
 
 TEST(PoolResource, UsedCountsTheBytesAskedForAndReservedTheBytesItHolds) {

@@ -1,7 +1,9 @@
-// What a Pool<T> spends beside its slots, what it and FixedPool do without memory, and FixedPool
-// beside memory it did not place, by replacing the global operator new and delete (in an
-// executable of its own, since the replacement holds for the whole program).
+// What a Pool<T> spends beside its slots, what it and FixedPool do without memory, FixedPool
+// beside memory it did not place, and what a PoolResource keeps when its bookkeeping runs out
+// of memory, by replacing the global operator new and delete (in an executable of its own,
+// since the replacement holds for the whole program).
 #include <poolalloc/object_pool.hpp>
+#include <poolalloc/pmr.hpp>
 
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory_resource>
 #include <new>
 #include <utility>
 #include <vector>
@@ -248,6 +251,39 @@ TEST(FixedPoolDebug, BlocksOfCallerMemoryRightAfterAChunkOfThePoolsOwnAreDealloc
   for (void* block : blocks) EXPECT_TRUE(pool.owns(block));
   for (void* block : blocks) pool.deallocate(block);
   EXPECT_EQ(pool.used_count(), 0u);
+}
+
+// Counts the blocks it holds out; takes them from malloc, not from the operator new under test.
+class MallocResource final : public std::pmr::memory_resource {
+ public:
+  int live = 0;
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t) override {
+    ++live;
+    return std::malloc(bytes);
+  }
+  void do_deallocate(void* p, std::size_t, std::size_t) override {
+    --live;
+    std::free(p);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+};
+
+TEST(PoolResourceMemory, AnUpstreamRequestWhoseRecordCannotBeKeptThrowsAndKeepsNoBlock) {
+  MallocResource upstream;
+  poolalloc::PoolResource resource(256, 64, &upstream);
+  fail_in = 1;  // the record of the upstream block
+  EXPECT_THROW((void)resource.allocate(1000), std::bad_alloc);
+  fail_in = 0;
+  EXPECT_EQ(upstream.live, 0);
+  EXPECT_EQ(resource.used(), 0u);
+  void* p = resource.allocate(1000);  // and it serves the next request
+  EXPECT_EQ(upstream.live, 1);
+  resource.deallocate(p, 1000);
+  EXPECT_EQ(upstream.live, 0);
 }
 
 }  // namespace

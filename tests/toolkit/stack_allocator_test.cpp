@@ -107,6 +107,15 @@ TEST(StackAllocator, WorksOverCallerMemory) {
   EXPECT_EQ(*stack.new_object<char>('x'), 'x');
 }
 
+struct Aggregate {  // no constructor: see FrameAllocator.NewObjectBuildsAnAggregateFromItsMembers
+  float x, y, z;
+};
+
+TEST(StackAllocator, NewObjectBuildsAnAggregateFromItsMembers) {
+  StackAllocator stack(1024);
+  EXPECT_EQ(stack.new_object<Aggregate>(1.0f, 2.0f, 3.0f)->z, 3.0f);
+}
+
 TEST(StackAllocator, PrintsItsStateInOneLine) {
   StackAllocator stack(1024);
   stack.set_name("level");
@@ -153,6 +162,41 @@ TEST_F(StackAllocatorDeathTest, AMarkerOfAnotherStackIsRejected) {
   EXPECT_DEATH(stack.free_to_marker(foreign),
                "^poolalloc: StackAllocator 0x\\w+ \\(128 of 1024 B used\\): "
                "free_to_marker\\(0x\\w+\\) is of another stack");
+}
+
+// One buffer split into two stacks: the top of the full lower one is the upper one's bottom.
+TEST_F(StackAllocatorDeathTest, AMarkerOfAnAdjacentStackIsRejected) {
+  alignas(16) static std::byte buffer[2048];
+  StackAllocator lower(buffer, 1024);
+  StackAllocator upper(buffer + 1024, 1024);
+  const auto upper_bottom = upper.marker();
+  (void)lower.allocate(1024, 1);
+  const auto lower_top = lower.marker();
+  (void)upper.allocate(512, 1);
+  EXPECT_DEATH(upper.free_to_marker(lower_top),
+               "^poolalloc: StackAllocator 0x\\w+ \\(512 of 1024 B used\\): "
+               "free_to_marker\\(" +
+                   death_test_hex(buffer + 1024) + "\\) is of another stack");
+  EXPECT_DEATH(lower.free_to_marker(upper_bottom),
+               "^poolalloc: StackAllocator 0x\\w+ \\(1024 of 1024 B used\\): "
+               "free_to_marker\\(" +
+                   death_test_hex(buffer + 1024) + "\\) is of another stack");
+}
+
+// A stack made over the memory of a destroyed one: the old stack's marker points into it.
+TEST_F(StackAllocatorDeathTest, AMarkerOfADestroyedStackIsRejected) {
+  alignas(16) static std::byte buffer[1024];
+  const auto checkpoint = [] {
+    StackAllocator level(buffer, sizeof buffer);
+    (void)level.allocate(100, 1);
+    return level.marker();
+  }();
+  StackAllocator next_level(buffer, sizeof buffer);
+  (void)next_level.allocate(500, 1);
+  EXPECT_DEATH(next_level.free_to_marker(checkpoint),
+               "^poolalloc: StackAllocator 0x\\w+ \\(500 of 1024 B used\\): "
+               "free_to_marker\\(" +
+                   death_test_hex(buffer + 100) + "\\) is of another stack");
 }
 
 TEST_F(StackAllocatorDeathTest, AMarkerOfAMovedFromStackIsRejected) {

@@ -9,8 +9,10 @@
 #include "address_text.hpp"
 
 #include <cstdint>
+#include <iomanip>
 #include <memory_resource>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -314,6 +316,54 @@ TEST(TrackedResource, PrintsItsFiguresInOneLine) {
   out << tracked;
   EXPECT_EQ(out.str(),
             "TrackedResource \"ui\" (budget 64 B): 0 B used, peak 100 B, over budget 1 time");
+}
+
+using TrackedDeathTest = ::testing::Test;
+
+TEST_F(TrackedDeathTest, AnOverBudgetCallbackThatThrowsEndsTheProgram) {
+  const auto throwing = [](std::size_t, std::size_t) {
+    throw std::runtime_error("the budget callback threw");
+  };
+  FrameAllocator frame(1024);
+  Tracked tracked(frame, 64, throwing);
+  EXPECT_DEATH((void)tracked.allocate(100), "the budget callback threw");
+  TrackedResource resource(std::pmr::new_delete_resource(), 64, throwing);
+  EXPECT_DEATH(resource.deallocate(resource.allocate(100), 100), "the budget callback threw");
+}
+
+TEST(PrintBudgets, PrintsInDecimalPaddedWithSpacesWhateverTheStreamWasLeftIn) {
+  FrameAllocator frame(2048);
+  Tracked tracked(frame, 65536);
+  tracked.set_name("frame");
+  (void)tracked.allocate(1000, 1);
+  std::ostringstream out;
+  out << std::hex << std::setfill('*') << std::left;
+  poolalloc::print_budgets(out);
+  out << 255;  // the stream as the caller left it
+  EXPECT_EQ(out.str(),
+            "arena                                   used        peak      budget  over\n"
+            "frame                                   1000        1000       65536     0\n"
+            "ff");
+}
+
+TEST(Tracked, PrintsInDecimalWhateverTheStreamWasLeftIn) {
+  FrameAllocator frame(2048);
+  Tracked tracked(frame, 65536);
+  tracked.set_name("frame");
+  frame.set_name("scratch");
+  (void)tracked.allocate(1000, 1);
+  std::ostringstream out;
+  out << std::hex << tracked << " " << 255;
+  EXPECT_EQ(out.str(),
+            "Tracked \"frame\" (budget 65536 B): 1000 B used, peak 1000 B, over budget 0 times; "
+            "FrameAllocator \"scratch\": 1000 of 2048 B used, peak 1000 B ff");
+  TrackedResource resource(std::pmr::new_delete_resource(), 64);
+  resource.set_name("ui");
+  resource.deallocate(resource.allocate(100), 100);
+  std::ostringstream resource_out;
+  resource_out << std::hex << resource << " " << 255;
+  EXPECT_EQ(resource_out.str(),
+            "TrackedResource \"ui\" (budget 64 B): 0 B used, peak 100 B, over budget 1 time ff");
 }
 
 }  // namespace

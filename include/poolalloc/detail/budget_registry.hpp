@@ -82,7 +82,9 @@ class BudgetRow {
     if (rose_over) over_budget_count_.store(over_budget_count() + 1, std::memory_order_relaxed);
     return rose_over;
   }
-  void over_budget(std::size_t used_now) const {
+  // noexcept: a callback that throws ends the program, rather than unwind through a tracker that
+  // has counted a block its caller will never receive.
+  void over_budget(std::size_t used_now) const noexcept {
     if (on_over_budget_) on_over_budget_(used_now, budget_);
   }
   // The largest usage recorded since the last call; the next frame starts.

@@ -19,6 +19,7 @@
 #include "../debug_checks.hpp"
 #include "align.hpp"
 #include "cold.hpp"
+#include "construct.hpp"
 #include "debug_blocks.hpp"
 #include "message.hpp"
 #include "name.hpp"
@@ -106,13 +107,14 @@ class BumpRegion {
     return block;
   }
 
-  // A T constructed in place; nullptr when it does not fit. Giving the memory back runs no
+  // A T constructed in place (an aggregate from its members, see construct.hpp); nullptr when it
+  // does not fit. Giving the memory back runs no
   // destructor: meant for trivially destructible types, or call ~T() yourself. If T's
   // constructor throws, its memory stays used until the memory is given back.
   template <class T, class... Args>
   [[nodiscard]] T* new_object(Args&&... args) {
     void* memory = allocate(sizeof(T), alignof(T));
-    return memory == nullptr ? nullptr : ::new (memory) T(std::forward<Args>(args)...);
+    return memory == nullptr ? nullptr : construct<T>(memory, std::forward<Args>(args)...);
   }
 
   // n default-initialised Ts, as new T[n] makes them; nullptr when they do not fit.
@@ -140,12 +142,6 @@ class BumpRegion {
   [[nodiscard]] std::byte* last_rewind() const { return last_rewind_; }
   [[nodiscard]] std::size_t offset(const std::byte* p) const {
     return static_cast<std::size_t>(p - memory_);
-  }
-  // Whether `p` is a position in the region, from its first byte to one past its last.
-  [[nodiscard]] bool holds(const std::byte* p) const {
-    const auto address = reinterpret_cast<std::uintptr_t>(p);
-    return reinterpret_cast<std::uintptr_t>(memory_) <= address &&
-           address <= reinterpret_cast<std::uintptr_t>(end_);
   }
 
   // Gives back everything from `to`, a position at or below the top. The bytes in use only grow
