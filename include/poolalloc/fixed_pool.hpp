@@ -577,6 +577,7 @@ class FixedPool {
 
 // `FixedPool "bullets" (block 64 B): 3 used, 1021 free of 1024, peak 10, 1 chunk, debug checks off`
 inline std::ostream& operator<<(std::ostream& out, const FixedPool& pool) {
+  const detail::DecimalOutput decimal(out);
   detail::write_title(out, "FixedPool", pool.name(), &pool)
       << " (block " << pool.block_size() << " B): " << pool.used_count() << " used, "
       << pool.free_count() << " free of " << pool.capacity() << ", peak " << pool.peak_used();

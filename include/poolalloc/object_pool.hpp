@@ -303,6 +303,7 @@ class Pool {
 
   // `Pool "particles" (object 64 B): 10 live, 54 free of 64, peak 12, 1 chunk, debug checks off`
   friend std::ostream& operator<<(std::ostream& out, const Pool& pool) {
+    const detail::DecimalOutput decimal(out);
     detail::write_title(out, "Pool", pool.name(), &pool)
         << " (object " << sizeof(T) << " B): " << pool.size() << " live, "
         << pool.capacity() - pool.size() << " free of " << pool.capacity() << ", peak "

@@ -100,6 +100,7 @@ class PoolResource final : public std::pmr::memory_resource {
   // `PoolResource "ui": 514 B used, 17665 B reserved, 16 B blocks 1 of 64, 256 B blocks 1 of 64,
   // 1 block upstream, debug checks off`: each pool in use, its blocks used of those it holds.
   friend std::ostream& operator<<(std::ostream& out, const PoolResource& resource) {
+    const detail::DecimalOutput decimal(out);
     detail::write_title(out, "PoolResource", resource.name(), &resource)
         << ": " << resource.used() << " B used, " << resource.reserved() << " B reserved";
     for (std::size_t i = 0; i < resource.pool_count(); ++i) {

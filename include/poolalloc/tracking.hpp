@@ -53,25 +53,6 @@ std::size_t bytes_in_use(const Synchronized<Arena>& arena) {
   return arena.with_lock([](const Arena& inner) { return bytes_in_use(inner); });
 }
 
-// Sets a stream to print numbers in decimal, padded with spaces, for as long as it lives; then
-// gives the stream back the flags (base, adjustment, ...) and the fill it had.
-class DecimalOutput {
- public:
-  explicit DecimalOutput(std::ostream& out)
-      : out_(out), flags_(out.flags(std::ios_base::dec)), fill_(out.fill(' ')) {}
-  DecimalOutput(const DecimalOutput&) = delete;
-  DecimalOutput& operator=(const DecimalOutput&) = delete;
-  ~DecimalOutput() {
-    out_.flags(flags_);
-    out_.fill(fill_);
-  }
-
- private:
-  std::ostream& out_;
-  std::ios_base::fmtflags flags_;
-  char fill_;
-};
-
 // `Tracked "bullets" (budget 65536 B): 0 B used, peak 8 B, over budget 0 times`: the figures as of
 // the last sample, as print_budgets() shows them.
 inline std::ostream& write_budget(std::ostream& out, std::string_view kind, const BudgetRow& row,

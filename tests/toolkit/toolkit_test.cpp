@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iomanip>
 #include <memory_resource>
 #include <sstream>
 #include <string>
@@ -79,6 +80,48 @@ TEST(Toolkit, EveryAllocatorCopiesItsNameAndShowsIt) {
   tracked.set_name(name);
   std::strcpy(name, "changed");
   EXPECT_EQ(tracked.name(), "bullets of the second wave, and");
+}
+
+// Printed into a stream left in hexadecimal with another fill, as a program's own output may leave
+// it: the same line as into a fresh stream, and the stream as it was after.
+template <class Allocator>
+void expect_decimal_whatever_the_stream(const Allocator& allocator) {
+  std::ostringstream fresh;
+  fresh << allocator;
+  std::ostringstream hexadecimal;
+  hexadecimal << std::hex << std::setfill('*') << std::setw(4);
+  hexadecimal << allocator;
+  EXPECT_EQ(hexadecimal.str(), fresh.str());
+  hexadecimal.str("");
+  hexadecimal << std::setw(4) << 255;
+  EXPECT_EQ(hexadecimal.str(), "**ff");
+}
+
+TEST(Toolkit, EveryAllocatorPrintsInDecimalWhateverTheStreamWasLeftIn) {
+  poolalloc::FixedPool blocks(16, 1000);
+  poolalloc::Pool<int> pool(1000);
+  poolalloc::FrameAllocator frame(1000);
+  poolalloc::DoubleBufferedFrameAllocator frames(1000);
+  poolalloc::StackAllocator stack(1000);
+  poolalloc::PoolResource resource;
+  poolalloc::Synchronized<poolalloc::FixedPool> shared(16, 1000);
+  for (int i = 0; i < 300; ++i) {
+    (void)blocks.allocate();
+    (void)pool.spawn(i);
+    (void)frame.allocate(1);
+    (void)frames.allocate(1);
+    (void)stack.allocate(1);
+    (void)resource.allocate(8);
+    (void)shared.allocate();
+  }
+  expect_decimal_whatever_the_stream(blocks);
+  expect_decimal_whatever_the_stream(pool);
+  expect_decimal_whatever_the_stream(frame);
+  expect_decimal_whatever_the_stream(frames);
+  expect_decimal_whatever_the_stream(stack);
+  expect_decimal_whatever_the_stream(resource);
+  expect_decimal_whatever_the_stream(shared);
+  resource.release();
 }
 
 }  // namespace

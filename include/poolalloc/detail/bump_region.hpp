@@ -165,6 +165,7 @@ class BumpRegion {
 
   // `FrameAllocator "scratch": 300 of 65536 B used, peak 1200 B`
   std::ostream& print(std::ostream& out) const {
+    const DecimalOutput decimal(out);
     return write_title(out, kind_, name(), this)
            << ": " << used() << " of " << capacity() << " B used, peak " << peak() << " B";
   }

@@ -3,9 +3,30 @@
 #pragma once
 
 #include <cstddef>
+#include <ios>
+#include <ostream>
 #include <string_view>
 
 namespace poolalloc::detail {
+
+// Sets a stream to print numbers in decimal, padded with spaces, for as long as it lives; then
+// gives the stream back the flags (base, adjustment, ...) and the fill it had.
+class DecimalOutput {
+ public:
+  explicit DecimalOutput(std::ostream& out)
+      : out_(out), flags_(out.flags(std::ios_base::dec)), fill_(out.fill(' ')) {}
+  DecimalOutput(const DecimalOutput&) = delete;
+  DecimalOutput& operator=(const DecimalOutput&) = delete;
+  ~DecimalOutput() {
+    out_.flags(flags_);
+    out_.fill(fill_);
+  }
+
+ private:
+  std::ostream& out_;
+  std::ios_base::fmtflags flags_;
+  char fill_;
+};
 
 // `FixedPool "bullets"`, or `FixedPool 0x7f...` for an allocator without a name.
 template <class Out>
