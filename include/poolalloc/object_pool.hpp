@@ -109,13 +109,18 @@ class Pool {
   // valid (but a UniquePtr of make_unique names its pool by address). The pool moved from is
   // left empty, with capacity 0 and its growth and debug checks, and usable: a growable one grows
   // again. Move assignment first destroys what the pool held, in place, as its destruction would
-  // (destructors that use the pool see this one), then takes the other's.
+  // (destructors that use the pool see this one), then takes the other's. A pool is not moved
+  // while its objects' destructors or a walk over it run (from one of them): that is reported and
+  // aborts, since the walk or the despawn would go on in the pool moved from.
   Pool(Pool&& other) noexcept
       : Pool(0, other.growth_, other.debug_ ? DebugChecks::on : DebugChecks::off) {
+    other.check_not_busy("move");
     swap(other);
   }
   Pool& operator=(Pool&& other) noexcept {
     if (this == &other) return *this;
+    check_not_busy("move assignment");
+    other.check_not_busy("move");
     destroy_objects();
     Pool taken(std::move(other));
     swap(taken);
@@ -239,9 +244,12 @@ class Pool {
   // and may not be dereferenced. The target slot is taken and the handle moved before the move
   // constructor runs, so that handle_of(this) there gives the object's handle and a spawn from
   // the source's destructor takes another slot; a move constructor that throws leaves the object
-  // where it was. Returns how many moved.
+  // where it was. Returns how many moved. While an object's destructor, for_each or clear() runs
+  // (called from one of them), it does nothing and returns 0: it would move the dying object, or
+  // objects the walk has passed.
   template <class Moved>
   std::size_t compact(Moved&& moved) requires std::is_move_constructible_v<T> {
+    if (walks_ > 0 || dying_ != nullptr) return 0;
     std::size_t count = 0;
     std::uint32_t from = free_.size();
     for (std::uint32_t to = free_.lowest_free(); to != detail::SlotBitmap::kNone;
@@ -387,7 +395,10 @@ class Pool {
 
   // All or nothing: false, and the pool as it was, when any of the memory cannot be had.
   bool add_chunk(std::size_t count) {
-    if (count == 0 || count > detail::SlotBitmap::kNone - 1 - capacity()) return false;
+    if (count == 0 || count > detail::SlotBitmap::kNone - 1 - capacity() ||
+        count > SIZE_MAX / sizeof(T)) {
+      return false;
+    }
     void* memory = ::operator new (count * sizeof(T), std::align_val_t{alignof(T)}, std::nothrow);
     if (memory == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
@@ -583,6 +594,15 @@ class Pool {
     detail::Message message = describe();
     message << std::uint64_t{size_} << " objects still alive when the pool was destroyed";
     detail::write_leaks_listed(message, leak_report_, size_);
+  }
+
+  // A move of the pool from one of its objects' destructors or from a walk over it.
+  void check_not_busy(std::string_view operation) const {
+    if (walks_ == 0 && dying_ == nullptr) [[likely]]
+      return;
+    detail::Message message = describe();
+    message << operation << " of the pool while a destructor of its objects or a walk over it runs";
+    detail::fatal(message);
   }
 
   [[noreturn, POOLALLOC_COLD]] void fail_object(std::string_view operation, const void* object,

@@ -86,6 +86,18 @@ TEST(Pool, SpawnInitialisesAnAggregateFromItsArguments) {
   pool.despawn(object);
 }
 
+// A type of a terabyte: slots times its size overflow a size_t, which is no memory to be had.
+struct Terabyte {
+  char bytes[std::size_t{1} << 40];
+};
+
+TEST(Pool, ACapacityWhoseBytesOverflowIsMemoryThatCannotBeHad) {
+  Pool<Terabyte> pool(std::size_t{1} << 24);
+  EXPECT_EQ(pool.capacity(), 0u);
+  Pool<Terabyte> growable(0, poolalloc::Growth::growable);
+  EXPECT_EQ(growable.capacity(), 0u);
+}
+
 TEST(Pool, DespawnRunsTheDestructorAndIgnoresNullptr) {
   Pool<Counted> pool(4);
   Counted* a = pool.spawn(1);

@@ -303,3 +303,67 @@ TEST(PoolCompact, AMovedFromObjectThatDespawnsItselfLeavesTheMovedObjectAlive) {
     EXPECT_EQ(SelfOwned::destroyed, 3);
   }
 }
+
+// Compacts its pool when it dies, or when a walk reaches it.
+struct Compactor {
+  static inline int built = 0;
+  static inline int destroyed = 0;
+  static inline std::size_t moved_by_nested = 0;
+  explicit Compactor(Pool<Compactor>& pool) : pool(&pool) { ++built; }
+  Compactor(Compactor&& other) noexcept : pool(other.pool) { ++built; }
+  ~Compactor() {
+    ++destroyed;
+    moved_by_nested += pool->compact();
+  }
+  Pool<Compactor>* pool;
+};
+
+TEST(PoolCompact, DoesNothingFromADestructorOrAWalk) {
+  Compactor::built = Compactor::destroyed = 0;
+  Compactor::moved_by_nested = 0;
+  {
+    Pool<Compactor> pool(8);
+    std::vector<Compactor*> objects;
+    for (int i = 0; i < 6; ++i) objects.push_back(pool.spawn(pool));
+    pool.despawn(objects[1]);  // its destructor compacts: nothing moves
+    EXPECT_EQ(pool.size(), 5u);
+    int visited = 0;
+    pool.for_each([&](Compactor&) {
+      ++visited;
+      EXPECT_EQ(pool.compact(), 0u);
+    });
+    EXPECT_EQ(visited, 5);
+    pool.clear();  // each destructor compacts: nothing moves, each dies once
+    EXPECT_EQ(pool.size(), 0u);
+  }
+  EXPECT_EQ(Compactor::moved_by_nested, 0u);
+  EXPECT_EQ(Compactor::built, 6);
+  EXPECT_EQ(Compactor::destroyed, 6);
+}
+
+// Moves its pool away when it dies.
+struct Mover {
+  explicit Mover(Pool<Mover>& pool, Pool<Mover>& elsewhere) : pool(&pool), elsewhere(&elsewhere) {}
+  ~Mover() { *elsewhere = std::move(*pool); }
+  Pool<Mover>* pool;
+  Pool<Mover>* elsewhere;
+};
+
+using PoolMoveBusyDeathTest = ::testing::Test;
+
+TEST_F(PoolMoveBusyDeathTest, AMoveFromADestructorOrAWalkIsReported) {
+  EXPECT_DEATH(
+      {
+        Pool<Mover> pool(4);
+        Pool<Mover> elsewhere(4);
+        pool.despawn(pool.spawn(pool, elsewhere));
+      },
+      "move of the pool while a destructor of its objects or a walk over it runs");
+  EXPECT_DEATH(
+      {
+        Pool<int> pool(4);
+        (void)pool.spawn(1);
+        pool.for_each([&](int&) { Pool<int> taken(std::move(pool)); });
+      },
+      "move of the pool while a destructor of its objects or a walk over it runs");
+}
