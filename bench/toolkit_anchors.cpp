@@ -32,48 +32,14 @@
 #include <ranges>
 #include <vector>
 
+#include "churn.hpp"
+
 namespace {
 
-constexpr int kEntities = 10'000;
-
-struct Entity {
-  explicit Entity(std::uint32_t entity_id) : id(entity_id) {}
-  float position[3] = {};
-  float velocity[3] = {1, 0, 0};
-  float orientation[4] = {0, 0, 0, 1};
-  float health = 100;
-  std::uint32_t id;
-  std::uint32_t flags = 0;
-  std::uint32_t parent = 0;
-  std::uint32_t components[2] = {};
-};
-static_assert(sizeof(Entity) == 64);
-
-const std::vector<int>& random_order() {
-  static const std::vector<int> order = [] {
-    std::vector<int> indices(kEntities);
-    std::iota(indices.begin(), indices.end(), 0);
-    std::shuffle(indices.begin(), indices.end(), std::mt19937(2024));
-    return indices;
-  }();
-  return order;
-}
-
-// ---- churn -------------------------------------------------------------------------------------
-
-// make(id) spawns an entity and returns what free() takes to despawn it.
-template <class Make, class Free>
-void churn(benchmark::State& state, Make make, Free free) {
-  std::vector<decltype(make(0u))> live(kEntities);
-  const std::vector<int>& order = random_order();
-  for (auto _ : state) {
-    for (int i = 0; i < kEntities; ++i) live[i] = make(static_cast<std::uint32_t>(i));
-    benchmark::DoNotOptimize(live.data());
-    benchmark::ClobberMemory();
-    for (int i : order) free(live[i]);
-  }
-  state.SetItemsProcessed(state.iterations() * kEntities);
-}
+using churn_workload::churn;
+using churn_workload::Entity;
+using churn_workload::kEntities;
+using churn_workload::random_order;
 
 // The raw-block pools get an entity built in each block, as the typed ones build it.
 Entity* build(void* block, std::uint32_t id) {

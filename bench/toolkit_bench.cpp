@@ -10,74 +10,39 @@
 
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <numeric>
-#include <random>
 #include <vector>
+
+#include "churn.hpp"
 
 namespace {
 
-constexpr int kEntities = 10'000;
-
-struct Entity {
-  explicit Entity(std::uint32_t entity_id) : id(entity_id) {}
-  float position[3] = {};
-  float velocity[3] = {};
-  float orientation[4] = {0, 0, 0, 1};
-  float health = 100;
-  std::uint32_t id;
-  std::uint32_t flags = 0;
-  std::uint32_t parent = 0;
-  std::uint32_t components[2] = {};
-};
-static_assert(sizeof(Entity) == 64);
-
-const std::vector<int>& random_free_order() {
-  static const std::vector<int> order = [] {
-    std::vector<int> indices(kEntities);
-    std::iota(indices.begin(), indices.end(), 0);
-    std::shuffle(indices.begin(), indices.end(), std::mt19937(2024));
-    return indices;
-  }();
-  return order;
-}
-
-template <class T, class Make, class Free>
-void churn(benchmark::State& state, Make make, Free free) {
-  std::vector<T*> live(kEntities);
-  const std::vector<int>& order = random_free_order();
-  for (auto _ : state) {
-    for (int i = 0; i < kEntities; ++i) live[i] = make(static_cast<std::uint32_t>(i));
-    benchmark::DoNotOptimize(live.data());
-    benchmark::ClobberMemory();
-    for (int i : order) free(live[i]);
-  }
-  state.SetItemsProcessed(state.iterations() * kEntities);
-}
+using churn_workload::churn;
+using churn_workload::Entity;
+using churn_workload::kEntities;
 
 void churn_pool_spawn_despawn(benchmark::State& state) {
   poolalloc::Pool<Entity> pool(kEntities);
-  churn<Entity>(
+  churn(
       state, [&](std::uint32_t id) { return pool.spawn(id); }, [&](Entity* e) { pool.despawn(e); });
 }
 
 void churn_new_delete(benchmark::State& state) {
-  churn<Entity>(
+  churn(
       state, [](std::uint32_t id) { return new Entity(id); }, [](Entity* e) { delete e; });
 }
 
 void churn_fixed_pool(benchmark::State& state) {
   poolalloc::FixedPool pool(sizeof(Entity), kEntities);
-  churn<void>(
+  churn(
       state, [&](std::uint32_t) { return pool.allocate(); },
       [&](void* block) { pool.deallocate(block); });
 }
 
 void churn_malloc_free(benchmark::State& state) {
-  churn<void>(
+  churn(
       state, [](std::uint32_t) { return std::malloc(sizeof(Entity)); },
       [](void* block) { std::free(block); });
 }
