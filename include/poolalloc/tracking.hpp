@@ -3,9 +3,9 @@
 // Synchronized: several threads may then share the tracker).
 //
 // Allocate through the tracker (allocate(), deallocate(), spawn() and despawn() are forwarded), or
-// free on the arena. The tracker samples the arena's bytes in use after every call made through
-// it, keeps the peak overall and per frame, and counts (and calls the over-budget callback) each
-// time usage rises above the budget. A tracker can carry a name (set_name); print_budgets()
+// free on the arena. The tracker samples the arena's bytes in use before and after every call made
+// through it, keeps the peak overall and per frame, and counts (and calls the over-budget callback)
+// each time usage rises above the budget. A tracker can carry a name (set_name); print_budgets()
 // prints a table of every live one. TrackedResource does the same for std::pmr containers.
 //
 // A tracker belongs to one thread, as its arena does; but print_budgets() may run on any thread,
@@ -143,19 +143,24 @@ class Tracked final : public detail::BudgetRow {
   }
 
  private:
-  // Runs call(arena) and samples the usage it leaves, both under the lock of a Synchronized
-  // arena: the samples of all threads follow their calls in order, and one thread at a time
-  // writes the figures. The callback runs after, outside that lock, free to use the tracker.
+  // Samples the usage, runs call(arena) and samples the usage it leaves, all under the lock of a
+  // Synchronized arena: the samples of all threads follow their calls in order, and one thread at
+  // a time writes the figures. The sample before catches up with what was freed on the arena
+  // directly (a frame reset after end_frame(), a despawn on the pool), so that the call's rise
+  // above the budget is judged against the usage it started from and counted. At most one of the
+  // two samples rises: the second only from at most the budget. The callback runs after, outside
+  // that lock, free to use the tracker.
   template <class Call>
   void call_and_sample(Call&& call) {
-    std::size_t used_now = 0;
-    bool rose_over = false;
+    std::size_t rose_to = 0;  // the usage that rose above the budget, which is never 0
     detail::with_arena(arena_, [&](auto& arena) {
+      const std::size_t used_before = detail::bytes_in_use(arena);
+      if (record(used_before)) rose_to = used_before;
       std::forward<Call>(call)(arena);
-      used_now = detail::bytes_in_use(arena);
-      rose_over = record(used_now);
+      const std::size_t used_after = detail::bytes_in_use(arena);
+      if (record(used_after)) rose_to = used_after;
     });
-    if (rose_over) over_budget(used_now);
+    if (rose_to != 0) over_budget(rose_to);
   }
 
   Arena& arena_;

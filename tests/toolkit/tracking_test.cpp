@@ -188,6 +188,26 @@ TEST(Tracked, CountsEachRiseAboveTheBudget) {
   EXPECT_EQ(tracked.over_budget_count(), 2u);
 }
 
+TEST(Tracked, CountsAFrameOverBudgetInEveryFrameResetAfterEndFrame) {
+  FrameAllocator frame(1 << 20);
+  int calls = 0;
+  Tracked tracked(frame, 64 * 1024, [&](std::size_t, std::size_t) { ++calls; });
+  for (int f = 0; f < 3; ++f) {
+    (void)tracked.allocate(100 * 1000);
+    EXPECT_EQ(tracked.end_frame(), 100u * 1000);
+    frame.reset();  // behind the tracker's back, as the documented pattern does
+  }
+  EXPECT_EQ(tracked.over_budget_count(), 3u);
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(Tracked, CountsARiseAboveTheBudgetAfterDespawnsMadeOnThePool) {
+  Pool<std::uint64_t> pool(16);
+  Tracked tracked(pool, 4);
+  for (int round = 0; round < 3; ++round) pool.despawn(tracked.spawn(std::uint64_t{1}));
+  EXPECT_EQ(tracked.over_budget_count(), 3u);
+}
+
 TEST(PrintBudgets, ListsEveryLiveTrackedArenaWithItsFigures) {
   FrameAllocator frame(1024);
   FixedPool blocks(64, 8);
