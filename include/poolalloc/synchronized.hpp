@@ -2,6 +2,11 @@
 // threads share. The toolkit's allocators are single-threaded by choice; give each thread its own
 // where that is possible, since every call here takes the lock.
 //
+// The mutex is recursive: the arena's calls run the objects' constructors and destructors, and
+// the only way such an object reaches its shared pool (a parent despawning its child) is through
+// this wrapper again, on the same thread, under the lock already held. The recursive lock costs a
+// little more than a plain one, which matters little for a pool that is rare by design.
+//
 //   poolalloc::Synchronized<poolalloc::Pool<Bullet>> bullets(1024);  // Pool<Bullet>(1024)
 //   Bullet* b = bullets.spawn(x, y);                                  // from any thread
 //   bullets.with_lock([](auto& pool) { pool.for_each(draw); });
@@ -84,7 +89,7 @@ class Synchronized {
   }
 
  private:
-  mutable std::mutex mutex_;
+  mutable std::recursive_mutex mutex_;
   Arena arena_;
 };
 

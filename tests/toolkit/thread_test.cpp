@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory_resource>
 #include <sstream>
 #include <string>
@@ -115,6 +116,41 @@ TEST(Synchronized, PrintsItsArenasLineUnderTheLock) {
   std::ostringstream out;
   out << shared;
   EXPECT_EQ(out.str(), arena_line.str());
+}
+
+// A parent that may spawn its child when it is built and despawns it when it dies, through
+// whatever wrapper shares their pool: the arena's call re-enters the wrapper on the same thread.
+struct Parent {
+  Parent() = default;
+  explicit Parent(const std::function<void()>& spawn_child) { spawn_child(); }
+  std::function<void()> despawn_child;
+  ~Parent() {
+    if (despawn_child) despawn_child();
+  }
+};
+
+TEST(Synchronized, LetsAConstructorSpawnAndADestructorDespawnThroughItOnTheSameThread) {
+  poolalloc::Synchronized<poolalloc::Pool<Parent>> shared(8);
+  Parent* child = nullptr;
+  Parent* parent = shared.spawn(std::function<void()>([&] { child = shared.spawn(); }));
+  EXPECT_EQ(shared.with_lock([](const auto& pool) { return pool.size(); }), 2u);
+  const auto handle = shared.with_lock([&](auto& pool) { return pool.handle_of(child); });
+  parent->despawn_child = [&shared, handle] { shared.despawn(handle); };
+  shared.despawn(parent);
+  EXPECT_EQ(shared.with_lock([](const auto& pool) { return pool.size(); }), 0u);
+}
+
+TEST(Tracked, OverASynchronizedPoolLetsADestructorDespawnThroughItOnTheSameThread) {
+  poolalloc::Synchronized<poolalloc::Pool<Parent>> shared(8);
+  poolalloc::Tracked tracked(shared, 1024);
+  Parent* child = tracked.spawn();
+  Parent* parent = tracked.spawn();
+  const auto handle = shared.with_lock([&](auto& pool) { return pool.handle_of(child); });
+  parent->despawn_child = [&tracked, handle] { tracked.despawn(handle); };
+  tracked.despawn(parent);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.sampled_used(), 0u);
+  EXPECT_EQ(tracked.peak(), 2 * sizeof(Parent));
 }
 
 // A tracker's row joins the list while the tracker is being built and leaves it while it is
