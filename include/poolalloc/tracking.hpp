@@ -225,14 +225,17 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 inline void print_budgets(std::ostream& out) {
   const detail::DecimalOutput decimal(out);
   constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
-  out << std::left << std::setw(name_width) << "arena" << std::right << std::setw(12) << "used"
-      << std::setw(12) << "peak" << std::setw(12) << "budget" << std::setw(6) << "over"
+  // Every column after the name starts with a space, so that a figure wider than its column (a
+  // budget of SIZE_MAX for "no limit") pushes the next along rather than running into it.
+  out << std::left << std::setw(name_width) << "arena" << std::right << ' ' << std::setw(11)
+      << "used" << ' ' << std::setw(11) << "peak" << ' ' << std::setw(11) << "budget" << ' '
+      << std::setw(5) << "over"
       << "\n";
   detail::BudgetRow::for_each_row([&out](const detail::BudgetRow& row) {
     const std::size_t used = row.sampled_used();  // before the peak, which is then at least as high
     out << std::left << std::setw(name_width) << (row.name().empty() ? "(unnamed)" : row.name())
-        << std::right << std::setw(12) << used << std::setw(12) << row.peak() << std::setw(12)
-        << row.budget() << std::setw(6) << row.over_budget_count() << "\n";
+        << std::right << ' ' << std::setw(11) << used << ' ' << std::setw(11) << row.peak() << ' '
+        << std::setw(11) << row.budget() << ' ' << std::setw(5) << row.over_budget_count() << "\n";
   });
 }
 

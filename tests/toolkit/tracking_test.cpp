@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <iomanip>
+#include <locale>
 #include <memory_resource>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -364,6 +366,54 @@ TEST(PrintBudgets, PrintsInDecimalPaddedWithSpacesWhateverTheStreamWasLeftIn) {
             "arena                                   used        peak      budget  over\n"
             "frame                                   1000        1000       65536     0\n"
             "ff");
+}
+
+TEST(PrintBudgets, KeepsASpaceBetweenColumnsWhateverTheWidthOfAFigure) {
+  FrameAllocator frame(1024);
+  Tracked unlimited(frame, SIZE_MAX);
+  unlimited.set_name("no budget");
+  (void)unlimited.allocate(10, 1);
+  std::ostringstream out;
+  poolalloc::print_budgets(out);
+  EXPECT_EQ(
+      out.str(),
+      "arena                                   used        peak      budget  over\n"
+      "no budget                                 10          10 18446744073709551615     0\n");
+}
+
+// A locale that groups digits by thousands, as a UI's locale may.
+struct ThousandsGrouping : std::numpunct<char> {
+  std::string do_grouping() const override { return "\3"; }
+  char do_thousands_sep() const override { return ','; }
+};
+
+TEST(PrintBudgets, PrintsFiguresWithoutTheStreamsDigitGroupingAndLeavesItsLocale) {
+  FrameAllocator frame(2048);
+  Tracked tracked(frame, 65536);
+  tracked.set_name("frame");
+  (void)tracked.allocate(1000, 1);
+  std::ostringstream out;
+  out.imbue(std::locale(std::locale::classic(), new ThousandsGrouping));
+  poolalloc::print_budgets(out);
+  out << 4096;  // the stream's own locale again
+  EXPECT_EQ(out.str(),
+            "arena                                   used        peak      budget  over\n"
+            "frame                                   1000        1000       65536     0\n"
+            "4,096");
+}
+
+TEST(Tracked, PrintsFiguresWithoutTheStreamsDigitGroupingAndLeavesItsLocale) {
+  FrameAllocator frame(2048);
+  Tracked tracked(frame, 65536);
+  tracked.set_name("frame");
+  (void)tracked.allocate(1000, 1);
+  std::ostringstream out;
+  out.imbue(std::locale(std::locale::classic(), new ThousandsGrouping));
+  out << tracked << " " << 4096;
+  EXPECT_EQ(out.str(),
+            "Tracked \"frame\" (budget 65536 B): 1000 B used, peak 1000 B, over budget 0 times; "
+            "FrameAllocator " +
+                hex(&frame) + ": 1000 of 2048 B used, peak 1000 B 4,096");
 }
 
 TEST(Tracked, PrintsInDecimalWhateverTheStreamWasLeftIn) {

@@ -4,28 +4,35 @@
 
 #include <cstddef>
 #include <ios>
+#include <locale>
 #include <ostream>
 #include <string_view>
 
 namespace poolalloc::detail {
 
-// Sets a stream to print numbers in decimal, padded with spaces, for as long as it lives; then
-// gives the stream back the flags (base, adjustment, ...) and the fill it had.
+// Sets a stream to print numbers in decimal, padded with spaces, in the classic locale (no
+// thousands separators, in figures or addresses), for as long as it lives; then gives the stream
+// back the flags (base, adjustment, ...), the fill and the locale it had.
 class DecimalOutput {
  public:
   explicit DecimalOutput(std::ostream& out)
-      : out_(out), flags_(out.flags(std::ios_base::dec)), fill_(out.fill(' ')) {}
+      : out_(out),
+        flags_(out.flags(std::ios_base::dec)),
+        fill_(out.fill(' ')),
+        locale_(out.imbue(std::locale::classic())) {}
   DecimalOutput(const DecimalOutput&) = delete;
   DecimalOutput& operator=(const DecimalOutput&) = delete;
   ~DecimalOutput() {
     out_.flags(flags_);
     out_.fill(fill_);
+    out_.imbue(locale_);
   }
 
  private:
   std::ostream& out_;
   std::ios_base::fmtflags flags_;
   char fill_;
+  std::locale locale_;
 };
 
 // `FixedPool "bullets"`, or `FixedPool 0x7f...` for an allocator without a name.
