@@ -245,6 +245,17 @@ TEST(PrintBudgets, KeepsTheColumnsAlignedForNamesOfAnyLength) {
             "a name of thirty-one characters           40          40         100     0\n");
 }
 
+TEST(Tracked, KeepsAtMost31BytesOfANameCutAtAUtf8CharacterBoundary) {
+  FrameAllocator frame(1024);
+  Tracked tracked(frame, 4096);
+  tracked.set_name("ＵＩ　テクスチャ　アトラス");      // 13 characters of 3 bytes each: 39 bytes
+  EXPECT_EQ(tracked.name(), "ＵＩ　テクスチャ　ア");   // 10 of them, 30 bytes
+  tracked.set_name("twenty-eight bytes of ASCII Ｕ");  // 31 bytes: kept whole
+  EXPECT_EQ(tracked.name(), "twenty-eight bytes of ASCII Ｕ");
+  tracked.set_name("twenty-nine bytes of ASCII,  Ｕ");  // 32 bytes: the last character goes
+  EXPECT_EQ(tracked.name(), "twenty-nine bytes of ASCII,  ");
+}
+
 TEST(PrintBudgets, ShowsTheFiguresOfEachTrackersLastSample) {
   FrameAllocator frame(1024);
   Tracked tracked(frame, 1024);

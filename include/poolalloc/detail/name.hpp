@@ -12,10 +12,15 @@ class Name {
  public:
   static constexpr std::size_t kMaxLength = 31;
 
-  // Copies up to kMaxLength characters; nullptr or "" clears the name.
+  // Copies up to kMaxLength bytes, cut at the last whole UTF-8 character among them (never
+  // before a continuation byte, 10xxxxxx); nullptr or "" clears the name.
   void set(const char* name) {
-    const std::string_view text = name == nullptr ? std::string_view() : std::string_view(name);
+    const std::string_view text(name == nullptr ? "" : name);
     length_ = std::min(text.size(), kMaxLength);
+    while (length_ < text.size() && length_ > 0 &&
+           (static_cast<unsigned char>(text[length_]) & 0xC0) == 0x80) {
+      --length_;
+    }
     std::copy_n(text.data(), length_, text_);
     text_[length_] = '\0';
   }
