@@ -54,12 +54,14 @@ std::size_t bytes_in_use(const Synchronized<Arena>& arena) {
 }
 
 // `Tracked "bullets" (budget 65536 B): 0 B used, peak 8 B, over budget 0 times`: the figures as of
-// the last sample, as print_budgets() shows them.
+// the last sample, as print_budgets() shows them. The name is copied under the lock set_name()
+// takes: a tracker shared by threads may be renamed by one while another prints it.
 inline std::ostream& write_budget(std::ostream& out, std::string_view kind, const BudgetRow& row,
                                   const void* self) {
+  const Name name = row.name_copy();
   const std::size_t used = row.sampled_used();  // before the peak, which is then at least as high
   const std::size_t over = row.over_budget_count();
-  return write_title(out, kind, row.name(), self)
+  return write_title(out, kind, name.view(), self)
          << " (budget " << row.budget() << " B): " << used << " B used, peak " << row.peak()
          << " B, over budget " << over << (over == 1 ? " time" : " times");
 }

@@ -186,6 +186,23 @@ TEST(PrintBudgets, IsSafeWhileAnotherThreadCreatesUsesAndDestroysTrackers) {
   EXPECT_GT(rows, 0u);
 }
 
+// The name a tracker prints is read under the lock its set_name() takes.
+TEST(Tracked, SharedByThreadsPrintsWhileAnotherThreadRenamesIt) {
+  poolalloc::Synchronized<poolalloc::FixedPool> pool(64, 16);
+  poolalloc::Tracked shared(pool, 64 * 8);
+  shared.set_name("a");
+  std::thread renamer([&] {
+    for (int i = 0; i < 2000; ++i) shared.set_name(i % 2 == 0 ? "bullets shared by all" : "a");
+  });
+  for (int i = 0; i < 2000; ++i) {
+    std::ostringstream line;
+    line << shared;
+    EXPECT_TRUE(line.str().starts_with("Tracked \"")) << line.str();
+  }
+  renamer.join();
+  EXPECT_EQ(shared.name(), "a");
+}
+
 // Each call and the sample after it are made under the arena's lock, so the tracker's figures
 // follow the calls of every thread in their order: its peak is the pool's own.
 TEST(Tracked, SharedByThreadsOverASynchronizedArenaKeepsFiguresThatAgree) {

@@ -35,7 +35,14 @@ class BudgetRow {
     const std::lock_guard lock(list_mutex_);
     name_.set(name);
   }
+  // The name as the tracker's owner, or a printer holding the list's lock, reads it.
   [[nodiscard]] std::string_view name() const { return name_.view(); }
+  // A copy taken under the list's lock, for a thread that shares the tracker with one that may
+  // rename it.
+  [[nodiscard]] Name name_copy() const {
+    const std::lock_guard lock(list_mutex_);
+    return name_;
+  }
   // The usage at the last sample, which print_budgets() shows. A printer that reads it first sees
   // a peak at least as high: the peak is stored before it.
   [[nodiscard]] std::size_t sampled_used() const {
