@@ -217,7 +217,8 @@ class FixedPool {
     return released;
   }
 
-  // Copied (up to 31 characters); reports and printing show it instead of the pool's address.
+  // Copied (up to 31 bytes, cut at a UTF-8 character boundary); reports and printing show it
+  // instead of the pool's address.
   void set_name(const char* name) { name_.set(name); }
 
   // Kept by release() and create(), as the name.
