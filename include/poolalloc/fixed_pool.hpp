@@ -449,7 +449,7 @@ class FixedPool {
   // The chunk in which a block starts at `block`; aborts when there is none.
   Chunk& chunk_starting(const void* block) {
     Chunk& chunk = chunk_holding(block);
-    if (!blocks_of(chunk).on_block_boundary(block)) {
+    if (!blocks_of(chunk).holds_block(block)) {
       fail_deallocate(block, " not on a block boundary");
     }
     return chunk;

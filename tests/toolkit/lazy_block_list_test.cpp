@@ -68,7 +68,7 @@ TEST(LazyBlockList, HandsOutEveryBlockOnceThenNullptr) {
   for (int i = 0; i < 8; ++i) {
     void* block = list.allocate();
     ASSERT_NE(block, nullptr);
-    EXPECT_TRUE(list.on_block_boundary(block));
+    EXPECT_TRUE(list.holds_block(block));
     EXPECT_TRUE(seen.insert(block).second);
   }
   EXPECT_EQ(list.allocate(), nullptr);
@@ -163,8 +163,8 @@ TEST(LazyBlockList, RejectsInteriorPointers) {
   LazyBlockList list(memory.data(), 48, 4);
   auto* base = reinterpret_cast<std::byte*>(memory.data());
   EXPECT_TRUE(list.contains(base + 100));
-  EXPECT_FALSE(list.on_block_boundary(base + 100));
-  EXPECT_TRUE(list.on_block_boundary(base + 96));
+  EXPECT_FALSE(list.holds_block(base + 100));
+  EXPECT_TRUE(list.holds_block(base + 96));
   EXPECT_FALSE(list.contains(base + 192));
 }
 

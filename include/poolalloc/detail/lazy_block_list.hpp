@@ -6,11 +6,10 @@
 //   touches no block and costs the same for 1 K blocks as for 10 M.
 // - No loops: allocate and deallocate are a few loads and stores.
 // - Index links: a free block holds the 4-byte index of the next free block on its list (below),
-//   so blocks need only
-//   4 bytes and the list cannot point outside its run. The index is kept in bytes (the next
-//   block's offset from the run's start), so that following a link is an add, with no multiply
-//   in the chain of dependent loads that a random free order makes of consecutive allocations,
-//   and a deallocate needs no division.
+//   so blocks need only 4 bytes and the list cannot point outside its run. The index is kept in
+//   bytes (the next block's offset from the run's start), so that following a link is an add,
+//   with no multiply in the chain of dependent loads that a random free order makes of
+//   consecutive allocations, and a deallocate needs no division.
 // - Interleaved lists: the free blocks are one stack, last in first out, kept as kLists lists, the
 //   k-th block from the stack's bottom on list k mod kLists. An allocation loads the link of the
 //   block it takes, and the next allocation takes the head of another list, known already: the
@@ -92,8 +91,8 @@ class LazyBlockList {
     return nullptr;
   }
 
-  // O(1): three stores (the link, the list's head, the count). The caller has checked contains()
-  // and on_block_boundary() where that matters.
+  // O(1): three stores (the link, the list's head, the count). The caller has checked
+  // holds_block() where that matters.
   void deallocate(void* block) {
     const std::uint32_t listed = listed_;
     std::uint32_t& head = heads_[listed % kLists];
@@ -122,15 +121,6 @@ class LazyBlockList {
   [[nodiscard]] bool contains(const void* p) const {
     return static_cast<std::size_t>(static_cast<const std::byte*>(p) - base_) < bytes_;
   }
-  // Only meaningful for a pointer that contains() accepted.
-  [[nodiscard]] bool on_block_boundary(const void* p) const {
-    return is_block_offset(offset_of(p));
-  }
-  // Whether `offset` bytes from base() is where a block starts; only meaningful below
-  // block_size() * block_count().
-  [[nodiscard]] bool is_block_offset(std::uint32_t offset) const {
-    return divider_.divides(offset);
-  }
   [[nodiscard]] std::uint32_t index_of(const void* block) const {
     return divider_.quotient(offset_of(block));
   }
@@ -147,7 +137,7 @@ class LazyBlockList {
     for (std::uint32_t list = 0; list < kLists; ++list) {
       std::uint32_t offset = heads_[list];
       for (std::uint32_t k = list; k < listed_; k += kLists) {  // the stack's k-th block
-        if (offset >= handed_out_bytes || !is_block_offset(offset)) return false;
+        if (offset >= handed_out_bytes || !holds_block(base_ + offset)) return false;
         std::memcpy(&offset, base_ + offset, sizeof offset);
       }
       if (offset != kNoBlock) return false;
