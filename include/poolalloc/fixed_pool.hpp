@@ -220,11 +220,11 @@ class FixedPool {
   // Copied (up to 31 bytes, cut at a UTF-8 character boundary); reports and printing show it
   // instead of the pool's address.
   void set_name(const char* name) { name_.set(name); }
+  [[nodiscard]] std::string_view name() const { return name_.view(); }
 
   // Kept by release() and create(), as the name.
   void set_leak_report(LeakReport report) { leak_report_ = report; }
   [[nodiscard]] LeakReport leak_report() const { return leak_report_; }
-  [[nodiscard]] std::string_view name() const { return name_.view(); }
 
   [[nodiscard]] std::size_t block_size() const { return owned_layout_.payload; }
   [[nodiscard]] std::size_t alignment() const { return alignment_; }
