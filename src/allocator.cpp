@@ -15,8 +15,10 @@ void* allocate_slow(std::size_t size) {
   // g_pooled_limit is 0 until the allocator is initialised.
   const bool pooled = size <= g_pooled_limit || (size <= kLargestClassSize && g_pooled_limit == 0 &&
                                                  ensure_initialised() && size <= g_pooled_limit);
+  // The fast path's pop failed already: the bin is empty, or the thread's mallocs were counted
+  // down to its look at the clock (a second pop would count past it).
   if (pooled) {
-    if (void* block = pool_allocate(class_of(size))) return block;
+    if (void* block = refill_and_allocate(class_of(size))) return block;
   }
   return allocate_large(size);
 }
@@ -73,16 +75,7 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
-  // Other threads' caches: all but a block per bin now, and the rest by their owners at their
-  // next slow path.
-  request_cache_flush();
-  reap_dead_caches();
-  release_recycled_slot_pages();
-  reclaim_caches(Reclaim::kAll);
-  empty_central_stacks();
-  purge_free_blocks();
-  const bool released_pools = release_retained_spans() != 0;
-  release_large_blocks();  // before glibc's trim, which can then give their pages back
+  const bool released_pools = release_unused_memory();
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;
 }

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <utility>
 
-#include "decay_thread.hpp"
+#include "decay_requests.hpp"
 #include "free_block_marks.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"

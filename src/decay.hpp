@@ -1,5 +1,5 @@
 // Decay: memory that went unused for a period goes back, without the program calling anything.
-// The fast paths do no work for it. A decay step runs every third of the period:
+// A decay step runs every third of the period:
 // - the caches of threads that ran no slow path since the previous step (idle, or gone without
 //   their exit flush) give their blocks back into the spans (thread_cache.cpp says how another
 //   thread can take them without stopping their owner), so a thread idle for two thirds of a
@@ -12,28 +12,32 @@
 // - the flush epoch moves on, and each thread empties its whole cache into the spans at its next
 //   slow path, so that its refills come from few spans and the spans that only scattered cached
 //   blocks kept alive empty and are released.
-// Who runs the steps: the decay thread (decay_thread.hpp) once the pools have grown past a few
-// MiB; before that, or where it cannot run, the thread caches' slow paths, which count their
-// entries and read a coarse clock every few of them (the thread that finds a step due runs it).
-// Period: POOLALLOC_DECAY_MS, 1000 by default; 0 runs a step at every clock check of a slow
-// path, with no decay thread.
+// Who runs the steps: the decay thread (decay_thread.hpp) in a program that runs threads of its
+// own; else the program's own calls. Each thread looks at a coarse clock every few of its slow
+// paths, and at the latest after a number of its mallocs and frees that the fast paths count
+// down (ThreadCache's pop and push): kCallsPerClockCheck while the pools are settled, and 1, a
+// look at every call, while memory waits to go back (a step gave back a MiB or more, or the
+// thread's frees gave the central lists that much more than its refills took since its last look).
+// So a single-threaded program whose traffic never leaves the fast path, or that makes one call a
+// second, runs the steps that a peak calls for, and a busy one looks at the clock once in a
+// thousand calls. The thread that finds a step due runs it.
+// Period: POOLALLOC_DECAY_MS, 1000 by default; 0 runs a step at every look at the clock, with no
+// decay thread.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 namespace poolalloc::internal {
 
-// A thread cache whose flush epoch differs from this one empties itself into the spans at its
-// next slow path. malloc_trim moves it too, and so does every decay step: a cache whose epoch
-// is behind at a step ran no slow path since the previous one (it is idle).
-inline constinit std::atomic<std::uint32_t> g_flush_epoch{0};
-
-// How many slow-path entries of one thread pass between two readings of the clock.
-inline constexpr std::uint32_t kSlowPathsPerClockCheck = 16;
-
 // Decay steps per period.
 inline constexpr std::uint64_t kStepsPerPeriod = 3;
+
+// Calls of a thread between two looks at the clock while the pools are settled.
+inline constexpr std::uint32_t kCallsPerClockCheck = 1024;
+
+// Memory that makes every call look at the clock until the steps have given it back: what
+// a step gave back, or what a thread's frees gave the central lists past its refills.
+inline constexpr std::int64_t kUnsettledBytes = std::int64_t{1} << 20;
 
 // Milliseconds between two steps: the period over kStepsPerPeriod.
 std::uint64_t step_interval_ms();
@@ -44,13 +48,9 @@ std::uint64_t step_interval_ms();
 // holds none across another.
 bool decay_step();
 
-// Called by slow paths every kSlowPathsPerClockCheck entries: runs a decay step when one is due
-// (one thread per step; the others return at once), unless the decay thread runs them.
-void decay_if_due();
-
-// Moves the flush epoch on: every thread cache empties itself at its next slow path.
-inline void request_cache_flush() {
-  g_flush_epoch.fetch_add(1, std::memory_order_relaxed);
-}
+// What malloc_trim(0) gives back of the pools and the large-block cache (not glibc's own heap):
+// every thread's cached blocks, the central stacks, the pages of free blocks, the retained spans
+// and the cached large blocks. True when pages of the pools went back to the OS.
+bool release_unused_memory();
 
 }  // namespace poolalloc::internal

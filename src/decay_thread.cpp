@@ -1,16 +1,20 @@
 #include "decay_thread.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/single_threaded.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "central_lists.hpp"
 #include "decay.hpp"
+#include "decay_requests.hpp"
 #include "options.hpp"
 #include "os.hpp"
-#include "span_carving.hpp"
+#include "thread_cache.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -27,6 +31,10 @@ constinit std::atomic<bool> g_no_more_threads{false};  // exit has begun
 constinit std::atomic<bool> g_forking{false};
 constinit std::atomic<std::uint32_t> g_failures{0};
 constinit std::atomic<std::uint32_t> g_steps_before_retry{0};
+// When a slow path may next look at the process's threads (os_clock_ms), and the kernel thread id
+// of the decay thread that left last (kExited).
+constinit std::atomic<std::uint64_t> g_next_look_ms{0};
+constinit std::atomic<int> g_exited_thread_id{0};
 
 // Waits out a step interval; a request to empty the central stacks meanwhile
 // (request_stack_drain) is served at once.
@@ -40,12 +48,28 @@ void pause_between_steps(std::uint64_t interval) {
   }
 }
 
+// The decay thread's view: the program has its main thread alone, besides this one. Where the
+// kernel's count cannot be had (0), the program is taken to run threads: the thread stays.
+bool program_back_to_one_thread() {
+  return os_thread_count() == 2;
+}
+
+// The program went back to one thread: what malloc_trim(0) gives back of the pools goes back now,
+// so that the thread left alone starts from its live set (its own looks at the clock run the
+// steps from now on), and the decay thread leaves.
+void leave() {
+  release_unused_memory();
+  g_exited_thread_id.store(os_thread_id(), std::memory_order_relaxed);
+  g_decay_thread_state.store(kExited, std::memory_order_release);
+}
+
 void* run_decay_thread(void*) {
   pthread_setname_np(pthread_self(), "poolalloc-decay");
   const std::uint64_t interval = std::max<std::uint64_t>(1, step_interval_ms());
   bool pause = true;
   for (;;) {
     if (pause) pause_between_steps(interval);
+    if (program_back_to_one_thread()) break;
     g_stack_drain_requested.store(0, std::memory_order_relaxed);  // the step empties them
     pause = true;
     // A step that found something, or a note since the last look, calls for another step.
@@ -63,24 +87,55 @@ void* run_decay_thread(void*) {
     // so asleep the thread still steps once a period (right away then: the period was its pause).
     os_futex_wait_ms(g_decay_thread_state, kSleeping, g_options.decay_ms);
     int sleeping = kSleeping;
-    if (g_decay_thread_state.compare_exchange_strong(sleeping, kRunning)) pause = false;
+    g_decay_thread_state.compare_exchange_strong(sleeping, kRunning);
+    pause = false;
   }
+  leave();
   return nullptr;
 }
 
-// With every signal blocked in the new thread (it inherits the mask of its creator): the
-// program's handlers never run on it, and signals directed at the process go to its own threads.
-bool create_thread() {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+bool real_time_policy(int policy) {
+  constexpr int kSchedDeadline = 6;  // <linux/sched.h>'s SCHED_DEADLINE
+  return policy == SCHED_FIFO || policy == SCHED_RR || policy == kSchedDeadline;
+}
+
+// The thread runs at SCHED_OTHER on every CPU the kernel lets the process use (it intersects the
+// mask with the cpuset), set by glibc before the thread runs: a thread that inherited SCHED_FIFO
+// and the affinity of a game loop pinned to one core would run only when that loop yields.
+bool run_everywhere_at_normal_priority(pthread_attr_t& attributes) {
+  cpu_set_t every;
+  std::memset(&every, 0xff, sizeof every);
+  sched_param normal{};
+  normal.sched_priority = 0;
+  return pthread_attr_setinheritsched(&attributes, PTHREAD_EXPLICIT_SCHED) == 0 &&
+         pthread_attr_setschedpolicy(&attributes, SCHED_OTHER) == 0 &&
+         pthread_attr_setschedparam(&attributes, &normal) == 0 &&
+         pthread_attr_setaffinity_np(&attributes, sizeof every, &every) == 0;
+}
+
+bool try_to_create(bool at_normal_priority_everywhere) {
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setstacksize(&attributes, kStackBytes);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
   pthread_t thread;
-  const bool created = pthread_create(&thread, &attributes, run_decay_thread, nullptr) == 0;
+  const bool created =
+      (!at_normal_priority_everywhere || run_everywhere_at_normal_priority(attributes)) &&
+      pthread_create(&thread, &attributes, run_decay_thread, nullptr) == 0;
   pthread_attr_destroy(&attributes);
+  return created;
+}
+
+// With every signal blocked in the new thread (it inherits the mask of its creator): the
+// program's handlers never run on it, and signals directed at the process go to its own threads.
+// Where the policy cannot be set (a SCHED_IDLE creator may not raise it), a creator that is not
+// real-time passes its own on.
+bool create_thread() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const bool created =
+      try_to_create(true) || (!real_time_policy(sched_getscheduler(0)) && try_to_create(false));
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return created;
 }
@@ -98,24 +153,50 @@ void start() {
   errno = saved_errno;
 }
 
-}  // namespace
+// Whether the program runs threads of its own, looked at no more than once a step interval: glibc
+// has seen a thread created, another thread has a cache, and the kernel counts more than one
+// thread (or cannot count them).
+bool time_to_look_at_threads() {
+  const std::uint64_t now = os_clock_ms();
+  std::uint64_t next = g_next_look_ms.load(std::memory_order_relaxed);
+  return now >= next && g_next_look_ms.compare_exchange_strong(next, now + step_interval_ms(),
+                                                               std::memory_order_relaxed);
+}
 
-void start_decay_thread() {
-  if (!g_options.decay_thread || g_options.decay_ms == 0 ||
-      carved_bytes() < kDecayThreadStartBytes ||
+bool program_runs_threads() {
+  if (live_thread_caches() < 2) return false;
+  const int threads = os_thread_count();
+  return threads == 0 || threads >= 2;
+}
+
+void start_if_needed() {
+  if (!g_options.decay_thread || g_options.decay_ms == 0 || __libc_single_threaded ||
       g_no_more_threads.load(std::memory_order_relaxed) ||
-      g_forking.load(std::memory_order_relaxed))
+      g_forking.load(std::memory_order_relaxed) || !time_to_look_at_threads())
     return;
-  int state = kNotStarted;
+  int state = g_decay_thread_state.load(std::memory_order_acquire);
+  // The thread that left must be gone before the threads are counted again.
+  if (state == kExited) {
+    const int previous = g_exited_thread_id.load(std::memory_order_relaxed);
+    if (!os_thread_exited(os_process_id(), previous) ||
+        !g_decay_thread_state.compare_exchange_strong(state, kNotStarted,
+                                                      std::memory_order_relaxed))
+      return;
+    state = kNotStarted;
+  }
+  if (state != kNotStarted || !program_runs_threads()) return;
   if (g_decay_thread_state.compare_exchange_strong(state, kStarting, std::memory_order_relaxed))
     start();
 }
 
-void wake_decay_thread() {
-  int state = kSleeping;
-  if (g_decay_thread_state.compare_exchange_strong(state, kRunning, std::memory_order_release,
-                                                   std::memory_order_relaxed))
-    os_futex_wake(g_decay_thread_state, 1);
+}  // namespace
+
+void on_malloc_slow_path() {
+  const int state = g_decay_thread_state.load(std::memory_order_relaxed);
+  if (state == kNotStarted || state == kExited) [[unlikely]]
+    start_if_needed();
+  else
+    note_decay_work();
 }
 
 void decay_thread_count_step() {

@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstring>
 
-#include "decay_thread.hpp"
+#include "decay_requests.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os.hpp"
@@ -181,7 +181,7 @@ void free_outside_pools(void* p) {
   if (p == nullptr) return;
   // Kept only while the decay thread runs: its steps give the blocks back, whatever the program
   // does next (a program without it gives its large blocks to glibc as they are freed).
-  if (decay_thread_runs()) {
+  if (decay_runs_in_background()) {
     const std::size_t usable = cacheable_usable_size(p);
     if (usable != 0 && keep(p, usable)) {
       note_decay_work();

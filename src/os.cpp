@@ -6,6 +6,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -126,6 +127,12 @@ int os_process_id() {
 
 int os_thread_id() {
   return static_cast<int>(gettid());
+}
+
+int os_thread_count() {
+  struct stat task {};
+  if (stat("/proc/self/task", &task) != 0 || task.st_nlink < 3) return 0;
+  return static_cast<int>(task.st_nlink - 2);
 }
 
 bool os_thread_exited(int pid, int tid) {

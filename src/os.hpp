@@ -79,6 +79,11 @@ bool os_membarrier();
 int os_process_id();
 int os_thread_id();
 
+// How many threads this process has: the link count of /proc/self/task, two more than its
+// threads (a stat: no descriptor is opened, so none can show in the program's table); 0 where
+// /proc is not mounted or cannot be read (a sandbox).
+int os_thread_count();
+
 // Whether thread `tid` of process `pid` has exited: tgkill with signal 0 fails with ESRCH only
 // once the task has exited.
 bool os_thread_exited(int pid, int tid);

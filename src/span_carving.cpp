@@ -4,7 +4,7 @@
 #include <atomic>
 #include <utility>
 
-#include "decay_thread.hpp"
+#include "decay_requests.hpp"
 #include "free_block_marks.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"
@@ -78,7 +78,7 @@ bool grow_for_fresh_span() {
 // decay thread runs; else its pages go back to the OS, which the caller does once the lock is
 // dropped).
 void file_released_span(Span& span, Span*& to_hand_back) {
-  if (g_retained_count < g_retained_budget || decay_thread_runs()) {
+  if (g_retained_count < g_retained_budget || decay_runs_in_background()) {
     list_push(g_retained, span);
     ++g_retained_count;
     return;

@@ -9,13 +9,12 @@
 
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
-#include "decay.hpp"
-#include "decay_thread.hpp"
 #include "free_block_marks.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os.hpp"
+#include "span_carving.hpp"
 
 namespace poolalloc::internal {
 
@@ -91,6 +90,8 @@ ThreadCache* new_cache() {
   cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
+  cache->clock_look = ClockLook{};
+  CacheBins::calls_before_clock(*cache) = kSlowPathsPerClockCheck;
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
   cache->bins_left_to_empty = 0;
   dlist_push(g_live, *cache);
@@ -189,13 +190,14 @@ void empty_next_bins_into_spans(ThreadCache& cache) {
   }
 }
 
-// Every slow path of a thread with a cache starts here: a look at the clock every few calls,
-// and the flushes that decay or malloc_trim asked for. A relaxed load and a few compares
-// otherwise.
+// Every slow path of a thread with a cache starts here: a look at the clock every few slow paths,
+// or when the fast path counted its mallocs down, and the flushes that decay or malloc_trim asked
+// for. A relaxed load and a few compares otherwise.
 void housekeeping(ThreadCache& cache, unsigned cls) {
-  if (--cache.clock_countdown == 0) [[unlikely]] {
+  std::uint32_t& calls_before_clock = CacheBins::calls_before_clock(cache);
+  if (--cache.clock_countdown == 0 || calls_before_clock == 0) [[unlikely]] {
     cache.clock_countdown = kSlowPathsPerClockCheck;
-    decay_if_due();
+    calls_before_clock = look_at_clock(cache.clock_look);
   }
   const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
   if (cache.flush_epoch.load(std::memory_order_relaxed) != epoch) [[unlikely]] {
@@ -207,6 +209,12 @@ void housekeeping(ThreadCache& cache, unsigned cls) {
   if (cache.draining[cls] != 0) [[unlikely]] {
     --cache.draining[cls];
     empty_bin_into_spans(cls, CacheBins::of(cache, cls));
+  }
+  if (cache.clock_look.quiet_step) [[unlikely]] {  // decay_requests.hpp, ClockLook
+    cache.clock_look.quiet_step = false;
+    for (unsigned c = 0; c < kClassCount; ++c) empty_bin_into_spans(c, CacheBins::of(cache, c));
+    cache.bins_left_to_empty = 0;
+    release_retained_spans();
   }
 }
 
@@ -316,6 +324,8 @@ void* refill_and_allocate(unsigned cls) {
     if (bin.count() == 0) {  // not so when a reclaim that the fast path saw was undone
       bin.set_count(take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2),
                                 kFirstTouchesPerRefill));
+      cache->clock_look.freed_bytes = std::max<std::int64_t>(
+          0, cache->clock_look.freed_bytes - std::int64_t{bin.count()} * class_size(cls));
       grow(cls, bin);
       if (bin.count() == 0) return nullptr;
     }
@@ -346,6 +356,7 @@ void flush_and_deallocate(unsigned cls, void* block) {
       const std::uint32_t older = bin.count() / 2;
       void** const bottom = bin.bottom_slot();
       give_blocks(cls, bottom, older);
+      cache->clock_look.freed_bytes += std::int64_t{older} * class_size(cls);
       bin.top.store(std::copy(bottom + older, bin.top_slot(), bottom), std::memory_order_relaxed);
     }
     *bin.top_slot() = block;

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "central_lists.hpp"
+#include "decay_requests.hpp"
 #include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "size_classes.hpp"
@@ -94,6 +95,9 @@ class ThreadCache {
     void** const top = bin->top_slot();
     if (top <= bin->bottom_slot()) [[unlikely]]  // <=: another thread may have moved bottom up
       return nullptr;
+    // Time for the thread's look at the clock (decay.hpp): the slow path takes it, then the block.
+    if (--calls_before_clock_ == 0) [[unlikely]]
+      return nullptr;
     // Takes the block first, then looks at bottom again: a thread reclaiming blocks from this
     // bin may have moved it meanwhile (thread_cache.cpp, reclaim_caches, says why this order).
     bin->top.store(top - 1, std::memory_order_relaxed);
@@ -116,6 +120,8 @@ class ThreadCache {
     void** const top = bin.top_slot();
     if (top == bin.end) [[unlikely]]
       return false;
+    if (--calls_before_clock_ == 0) [[unlikely]]  // the slow path looks at the clock (decay.hpp)
+      return false;
     const std::uintptr_t mark = mark_of(block);
     if (may_be_a_mark(words_of(block)[1], mark)) [[unlikely]]
       return false;
@@ -131,6 +137,9 @@ class ThreadCache {
   // First, so that the fast path finds the bin of class cls at t_cache + 32 * cls.
   CacheBin bins_[kClassCount];
   void** slots_ = nullptr;  // kSlotCount pointers, the cache's from when it is first made
+  // Mallocs and frees that may pass before the thread's next look at the clock; 0 in the empty
+  // cache, whose bins send every call to the slow path before it is counted.
+  std::uint32_t calls_before_clock_ = 0;
 
  public:
   ThreadCache* next = nullptr;  // in the registry of live caches
@@ -149,10 +158,11 @@ class ThreadCache {
   ThreadCache* reclaim_next = nullptr;
   // Slow-path housekeeping (decay.hpp): the flush epoch this cache last emptied itself at (read
   // by decay to find idle caches), how many slow paths remain before the next look at the
-  // clock, and per class how many more slow paths empty the bin into the spans after that (see
-  // start_emptying_into_spans).
+  // clock, what the looks carry from one to the next, and per class how many more slow paths
+  // empty the bin into the spans after that (see start_emptying_into_spans).
   std::atomic<std::uint32_t> flush_epoch{0};
   std::uint32_t clock_countdown = 0;
+  ClockLook clock_look;
   std::uint8_t draining[kClassCount] = {};
   // Bins still to empty into the spans since the flush epoch moved, the last ones by class
   // (empty_next_bins_into_spans: a few per slow path).
@@ -173,6 +183,7 @@ struct CacheBins {
   }
   static void** slots(const ThreadCache& cache) { return cache.slots_; }
   static void attach_slots(ThreadCache& cache, void** slots) { cache.slots_ = slots; }
+  static std::uint32_t& calls_before_clock(ThreadCache& cache) { return cache.calls_before_clock_; }
 };
 
 // What t_cache points to before a thread's first allocation and after its exit: all bins

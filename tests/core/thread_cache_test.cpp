@@ -16,7 +16,7 @@
 
 #include "allocator.hpp"
 #include "central_lists.hpp"
-#include "decay.hpp"
+#include "decay_requests.hpp"
 #include "free_block_marks.hpp"
 #include "size_classes.hpp"
 #include "thread_cache.hpp"

@@ -1,0 +1,102 @@
+// What the layers below decay (thread caches, central lists, span carving, large blocks) ask of
+// it: a note that a step may find memory to give back, a wake of the decay thread, a request to
+// empty the central stacks or the thread caches, and the look at the clock that runs a step when
+// one is due. Decay itself (decay.hpp, decay_thread.hpp) sits above them and reads their state;
+// this file lets them call up without including it, so that the files still read top to bottom
+// as the layers do.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "os.hpp"
+
+namespace poolalloc::internal {
+
+// The decay thread's state (decay_thread.cpp). kExited: it left, the program having no thread of
+// its own besides the main one; its kernel thread may still be finishing (decay_thread.cpp
+// waits for it to be gone before it counts the program's threads again).
+enum DecayThreadState : int { kNotStarted, kStarting, kRunning, kSleeping, kFailed, kExited };
+inline constinit std::atomic<int> g_decay_thread_state{kNotStarted};
+// Set by the slow paths since the thread last looked: a step may find memory to give back. The
+// thread reads and clears it before it sleeps, so that no note is lost (decay_thread.cpp).
+inline constinit std::atomic<bool> g_decay_noted{false};
+
+// Whether the decay thread runs the steps (so that the program's own calls do not).
+inline bool decay_runs_in_background() {
+  const int state = g_decay_thread_state.load(std::memory_order_relaxed);
+  return state == kRunning || state == kSleeping;
+}
+
+// Wakes the decay thread if it sleeps: one futex call, on the move from sleeping to running.
+inline void wake_decay_thread() {
+  int state = kSleeping;
+  if (g_decay_thread_state.compare_exchange_strong(state, kRunning, std::memory_order_release,
+                                                   std::memory_order_relaxed))
+    os_futex_wake(g_decay_thread_state, 1);
+}
+
+// A slow path or a thread's exit may have made memory that a step could give back: notes it, and
+// wakes the thread if it sleeps. The store and the load are sequentially consistent: with the
+// thread's own two (it moves to kSleeping, then reads the note) one of the two sides sees the
+// other's.
+inline void note_decay_work() {
+  if (!g_decay_noted.load(std::memory_order_relaxed)) g_decay_noted.store(true);
+  if (g_decay_thread_state.load() == kSleeping) [[unlikely]]
+    wake_decay_thread();
+}
+
+// Set by a class that must fault in a new span while the central stacks hold many blocks
+// (central_lists.cpp), cleared by the thread as it empties the stacks.
+inline constinit std::atomic<int> g_stack_drain_requested{0};
+
+// The thread empties every central stack into the spans now, between its steps, so that the
+// spans that only stacked blocks kept busy go back to span carving for any class. One futex call
+// for the first request; none for the next ones until the thread has done it. Without the thread
+// the next step does it.
+inline void request_stack_drain() {
+  if (!decay_runs_in_background() || g_stack_drain_requested.load(std::memory_order_relaxed) != 0)
+    return;
+  g_stack_drain_requested.store(1, std::memory_order_relaxed);
+  if (g_decay_thread_state.load() == kSleeping)
+    wake_decay_thread();  // it then runs a whole step, which empties the stacks
+  else
+    os_futex_wake(g_stack_drain_requested, 1);
+}
+
+// A thread cache whose flush epoch differs from this one empties itself into the spans at its
+// next slow path. malloc_trim moves it too, and so does every decay step: a cache whose epoch
+// is behind at a step ran no slow path since the previous one (it is idle).
+inline constinit std::atomic<std::uint32_t> g_flush_epoch{0};
+
+// Moves the flush epoch on: every thread cache empties itself at its next slow path.
+inline void request_cache_flush() {
+  g_flush_epoch.fetch_add(1, std::memory_order_relaxed);
+}
+
+// How many slow-path entries of one thread pass between two looks at the clock.
+inline constexpr std::uint32_t kSlowPathsPerClockCheck = 16;
+
+// What a thread's looks at the clock carry from one to the next: the bytes its frees gave the
+// central lists less those its refills took since the last decay step it saw (never below 0:
+// what a burst of frees gives back counts from the lowest point before it), and that step.
+// `quiet_step`: the look ran a step two step intervals or more after the previous one was due.
+// The program went quiet (one call a second, say) and may make no call before the next step
+// would be due, so the thread empties its whole cache into the spans and gives back the retained
+// spans, those it emptied included, where the decay thread would have taken them a step later.
+struct ClockLook {
+  std::int64_t freed_bytes = 0;
+  std::uint32_t steps_seen = 0;
+  bool quiet_step = false;
+};
+
+// A thread's look at the clock (decay.cpp): runs a decay step when one is due and the decay
+// thread does not run them, and returns how many of the thread's mallocs and frees may pass
+// before its next look (ThreadCache's pop and push count them down on the fast paths).
+std::uint32_t look_at_clock(ClockLook& look);
+
+// Malloc's slow path, holding no allocator lock (creating a thread allocates): starts the decay
+// thread when the program needs it (decay_thread.cpp), else notes the work.
+void on_malloc_slow_path();
+
+}  // namespace poolalloc::internal
