@@ -153,10 +153,10 @@ void start() {
   errno = saved_errno;
 }
 
-// Whether the program runs threads of its own, looked at no more than once a step interval: glibc
-// has seen a thread created, another thread has a cache, and the kernel counts more than one
-// thread (or cannot count them).
-bool time_to_look_at_threads() {
+// Whether the program runs threads of its own: glibc has seen a thread created, another thread
+// has a cache, and the kernel counts more than one thread (or cannot count them). The count, a
+// system call, is made no more than once a step interval.
+bool time_to_count_threads() {
   const std::uint64_t now = os_clock_ms();
   std::uint64_t next = g_next_look_ms.load(std::memory_order_relaxed);
   return now >= next && g_next_look_ms.compare_exchange_strong(next, now + step_interval_ms(),
@@ -164,18 +164,18 @@ bool time_to_look_at_threads() {
 }
 
 bool program_runs_threads() {
-  if (live_thread_caches() < 2) return false;
+  if (__libc_single_threaded || live_thread_caches() < 2 || !time_to_count_threads()) return false;
   const int threads = os_thread_count();
   return threads == 0 || threads >= 2;
 }
 
 void start_if_needed() {
-  if (!g_options.decay_thread || g_options.decay_ms == 0 || __libc_single_threaded ||
+  if (!g_options.decay_thread || g_options.decay_ms == 0 ||
       g_no_more_threads.load(std::memory_order_relaxed) ||
-      g_forking.load(std::memory_order_relaxed) || !time_to_look_at_threads())
+      g_forking.load(std::memory_order_relaxed) || !program_runs_threads())
     return;
   int state = g_decay_thread_state.load(std::memory_order_acquire);
-  // The thread that left must be gone before the threads are counted again.
+  // The thread that left must be gone before another starts.
   if (state == kExited) {
     const int previous = g_exited_thread_id.load(std::memory_order_relaxed);
     if (!os_thread_exited(os_process_id(), previous) ||
@@ -184,8 +184,8 @@ void start_if_needed() {
       return;
     state = kNotStarted;
   }
-  if (state != kNotStarted || !program_runs_threads()) return;
-  if (g_decay_thread_state.compare_exchange_strong(state, kStarting, std::memory_order_relaxed))
+  if (state == kNotStarted &&
+      g_decay_thread_state.compare_exchange_strong(state, kStarting, std::memory_order_relaxed))
     start();
 }
 
