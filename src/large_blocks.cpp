@@ -211,8 +211,10 @@ void release_large_blocks() {
 }
 
 LargeBlockStats large_block_stats() {
-  return {g_reused.load(std::memory_order_relaxed), g_held_blocks.load(std::memory_order_relaxed),
-          g_held_bytes_shown.load(std::memory_order_relaxed)};
+  const std::uint64_t blocks = g_held_blocks.load(std::memory_order_relaxed);
+  const std::uint64_t bytes = g_held_bytes_shown.load(std::memory_order_relaxed);
+  return {g_reused.load(std::memory_order_relaxed), blocks, bytes,
+          bytes + blocks * sizeof(std::size_t)};
 }
 
 void lock_large_blocks_for_fork() {

@@ -57,6 +57,9 @@ struct LargeBlockStats {
   std::uint64_t reused;  // mallocs served from the cache since start-up
   std::uint64_t blocks;  // blocks held now
   std::uint64_t bytes;   // their usable sizes
+  // Their chunks' sizes (usable size and header word): what glibc counts in use while they wait,
+  // and would count free had they gone back to it.
+  std::uint64_t chunk_bytes;
 };
 LargeBlockStats large_block_stats();
 

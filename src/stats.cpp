@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -262,6 +263,18 @@ void print_to_stats_file() {
   out.flush();
 }
 
+// The large blocks that wait in the cache (large_blocks.hpp) are chunks in use to glibc, and free
+// memory to the program, as glibc's own free chunks are: glibc's figures count them free. Their
+// chunks' bytes, at most the `in_use` glibc counts (the two are read apart while other threads
+// free and allocate).
+struct CachedChunks {
+  std::size_t count, bytes;
+};
+CachedChunks cached_chunks(std::size_t in_use) {
+  const LargeBlockStats large = large_block_stats();
+  return {large.blocks, std::min<std::size_t>(large.chunk_bytes, in_use)};
+}
+
 int saturated(std::size_t value) {
   return value > static_cast<std::size_t>(INT_MAX) ? INT_MAX : static_cast<int>(value);
 }
@@ -276,6 +289,9 @@ void print_stats(int fd) {
 void print_malloc_stats() {
   const QuietOutput quiet;
   print_table(STDERR_FILENO);
+  // glibc's report is its own text, written to stderr as it reads its arenas: the cached large
+  // blocks go back to it first (as malloc_trim gives them back), so that it counts them free.
+  release_large_blocks();
   system_malloc_stats();
 }
 
@@ -298,6 +314,10 @@ poolalloc_stats collect_stats() {
 struct mallinfo2 pooled_mallinfo2() {
   // The pools' figures added to glibc's for what was forwarded to it.
   struct mallinfo2 info = system_mallinfo2();
+  const CachedChunks cached = cached_chunks(info.uordblks);
+  info.ordblks += cached.count;
+  info.uordblks -= cached.bytes;
+  info.fordblks += cached.bytes;
   std::uint64_t live_bytes = 0;
   for (unsigned cls = 0; cls < kClassCount; ++cls)
     live_bytes += class_stats(cls).live * class_size(cls);
@@ -344,7 +364,8 @@ int pooled_malloc_info(int options, FILE* stream) {
     return system_malloc_info(0, stream);
   }
   // glibc's document: <malloc version="1">, one <heap> per arena, the totals, </malloc>. The
-  // pools go in as one more heap, and into the totals.
+  // pools go in as one more heap, and into the totals. glibc's main heap, the first, holds the
+  // cached large blocks: they go into its free "rest", and into the totals'.
   std::size_t heaps = 0;
   for (const char* at = document; (at = std::strstr(at, "<heap nr=")) != nullptr; ++at) ++heaps;
   const char* totals = nullptr;
@@ -353,6 +374,9 @@ int pooled_malloc_info(int options, FILE* stream) {
   std::size_t fast_count = 0, fast_size = 0, rest_count = 0, rest_size = 0, mmap_size = 0;
   std::size_t current = 0, max = 0, aspace = 0, mprotect = 0;
   int mmap_count = 0;
+  const char* main_heap = std::strstr(document, "<total type=\"fast\" ");
+  std::size_t main_fast = 0, main_rest_count = 0, main_rest_size = 0, main_current = 0;
+  int main_rest_line = 0, main_after_rest = 0;
   const bool parsed = totals != nullptr &&
                       std::sscanf(totals,
                                   "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n"
@@ -363,13 +387,27 @@ int pooled_malloc_info(int options, FILE* stream) {
                                   "<aspace type=\"total\" size=\"%zu\"/>\n"
                                   "<aspace type=\"mprotect\" size=\"%zu\"/>\n",
                                   &fast_count, &fast_size, &rest_count, &rest_size, &mmap_count,
-                                  &mmap_size, &current, &max, &aspace, &mprotect) == 10;
+                                  &mmap_size, &current, &max, &aspace, &mprotect) == 10 &&
+                      main_heap != nullptr && main_heap < totals &&
+                      std::sscanf(main_heap,
+                                  "<total type=\"fast\" count=\"%*u\" size=\"%zu\"/>\n%n"
+                                  "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n%n"
+                                  "<system type=\"current\" size=\"%zu\"/>\n",
+                                  &main_fast, &main_rest_line, &main_rest_count, &main_rest_size,
+                                  &main_after_rest, &main_current) == 4 &&
+                      main_current >= main_fast + main_rest_size;
   if (!parsed) {
     fputs(document, stream);
     free(document);  // NOLINT
     return ferror(stream) ? -1 : 0;
   }
-  fwrite(document, 1, static_cast<std::size_t>(totals - document), stream);
+  const CachedChunks cached = cached_chunks(main_current - main_fast - main_rest_size);
+  const char* main_rest = main_heap + main_rest_line;
+  fwrite(document, 1, static_cast<std::size_t>(main_rest - document), stream);
+  fprintf(stream, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n",
+          main_rest_count + cached.count, main_rest_size + cached.bytes);
+  const char* after_main_rest = main_heap + main_after_rest;
+  fwrite(after_main_rest, 1, static_cast<std::size_t>(totals - after_main_rest), stream);
   free(document);  // NOLINT
   std::size_t free_count = 0, free_bytes = 0;
   fprintf(stream, "<heap nr=\"%zu\">\n<sizes>\n", heaps);
@@ -403,8 +441,9 @@ int pooled_malloc_info(int options, FILE* stream) {
           "<aspace type=\"total\" size=\"%zu\"/>\n"
           "<aspace type=\"mprotect\" size=\"%zu\"/>\n"
           "</malloc>\n",
-          fast_count, fast_size, rest_count + free_count, rest_size + free_bytes, mmap_count,
-          mmap_size, current + held, max + held, aspace + held, mprotect + held);
+          fast_count, fast_size, rest_count + free_count + cached.count,
+          rest_size + free_bytes + cached.bytes, mmap_count, mmap_size, current + held, max + held,
+          aspace + held, mprotect + held);
   return ferror(stream) ? -1 : 0;
 }
 

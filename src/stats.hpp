@@ -15,7 +15,8 @@ namespace poolalloc::internal {
 // has gone (EPIPE) ends the table instead of raising SIGPIPE.
 void print_stats(int fd);
 // malloc_stats(): the table on stderr, then glibc's own report, of the arenas that serve what
-// was forwarded to it; the thread cannot be cancelled in between either.
+// was forwarded to it, after the cached large blocks went back to glibc (it counts them free);
+// the thread cannot be cancelled in between either.
 void print_malloc_stats();
 // POOLALLOC_STATS=1 at exit: the table goes to the stderr the program started with, through
 // fd 2 or the copy of it taken at start-up, whichever still refers to it; never into a file
@@ -23,10 +24,12 @@ void print_malloc_stats();
 // file, "%p" in its path replaced by the process id.
 void print_stats_at_exit();
 poolalloc_stats collect_stats();
+// glibc's figures, the cached large blocks counted free, with the pools' added.
 struct mallinfo2 pooled_mallinfo2();
 // mallinfo2's figures, each saturated at INT_MAX.
 struct mallinfo pooled_mallinfo();
-// glibc's malloc_info document with the pools added as one more heap and in the totals.
+// glibc's malloc_info document with the pools added as one more heap and in the totals, and the
+// cached large blocks counted free in glibc's main heap and in the totals.
 int pooled_malloc_info(int options, FILE* stream);
 
 }  // namespace poolalloc::internal

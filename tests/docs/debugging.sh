@@ -105,21 +105,39 @@ pa_expect "nouserintercepts: the pools serve the program" 1 $((${pooled:-0} > 0)
 expect_no_line "nouserintercepts: memcheck misses the read" 'Invalid read' memcheck.none.err
 
 # gdb stops at the report's abort with the program's frames on the stack, and the library
-# answers calls there (the debug build's print_stats too, with its lock held).
+# answers calls there (the debug build's print_stats too, with its lock held). The calls need a
+# gdb that can call into the stopped program, which some cannot (gdb 13 on a CPU with AMX:
+# "Couldn't write extended state status: Bad address"): a call of getpid() at the same stop
+# tells, and where it prints no value the checks of the calls are skipped, with the first line
+# gdb answered instead (its stderr and stdout in one file, in the order written).
+timeout 120 gdb -q -batch -ex run -ex 'echo probe:\n' -ex 'print (int) getpid()' \
+  --args "${double_free[@]}" >gdb.probe 2>&1 || true
+probe=$(sed '0,/^probe:$/d' gdb.probe)
+# shellcheck disable=SC2016 # gdb's $1, not the shell's
+if grep -Eq '^\$1 = [0-9]+$' <<<"$probe"; then
+  gdb_calls=1
+else
+  gdb_calls=0
+  reason=$(grep -m 1 -v '^$' <<<"$probe" || true)
+  printf 'debugging.sh: skipping the gdb call checks: gdb cannot call into the program here (%s)\n' \
+    "${reason:-no answer}"
+fi
 run gdb gdb -q -batch -ex "set environment LD_PRELOAD $release" -ex run -ex bt \
   -ex 'call (void) poolalloc_print_stats(1)' -ex 'call (void) malloc_stats()' \
   -ex 'print (int) poolalloc_owns(texture)' --args "${double_free[@]}"
 expect_line "gdb: stops at SIGABRT" '^Program received signal SIGABRT' gdb.out
 expect_line "gdb: the backtrace reaches unload_texture" \
   '^#[0-9]+ +0x[0-9a-f]+ in unload_texture \(\) at textures\.c:' gdb.out
-expect_line "gdb: poolalloc_print_stats(1)" '^poolalloc statistics' gdb.out
-expect_line "gdb: malloc_stats()" '^poolalloc statistics' gdb.err
-# shellcheck disable=SC2016 # gdb's $1, not the shell's
-expect_line "gdb: poolalloc_owns(texture)" '^\$1 = 1$' gdb.out
-run gdb.debug gdb -q -batch -ex "set environment LD_PRELOAD $debug" -ex run \
-  -ex 'call (void) poolalloc_print_stats(1)' --args "${double_free[@]}"
-expect_line "gdb, debug build: poolalloc_print_stats(1) at the report" '^poolalloc statistics' \
-  gdb.debug.out
+if ((gdb_calls)); then
+  expect_line "gdb: poolalloc_print_stats(1)" '^poolalloc statistics' gdb.out
+  expect_line "gdb: malloc_stats()" '^poolalloc statistics' gdb.err
+  # shellcheck disable=SC2016 # gdb's $1, not the shell's
+  expect_line "gdb: poolalloc_owns(texture)" '^\$1 = 1$' gdb.out
+  run gdb.debug gdb -q -batch -ex "set environment LD_PRELOAD $debug" -ex run \
+    -ex 'call (void) poolalloc_print_stats(1)' --args "${double_free[@]}"
+  expect_line "gdb, debug build: poolalloc_print_stats(1) at the report" '^poolalloc statistics' \
+    gdb.debug.out
+fi
 
 if ((pa_failures)); then
   printf '%d checks failed; outputs in %s\n' "$pa_failures" "$work"

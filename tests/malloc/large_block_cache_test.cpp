@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -224,6 +225,211 @@ TEST_F(LargeBlockCacheDeathTest, AChildOfForkReportsAFreeOfABlockCachedInItsPare
       },
       "poolalloc: free\\(0x[0-9a-f]+\\): double free of the 262152-byte block above the "
       "pools\n");
+}
+
+// A thread of the program's own besides main, alive until the test ends: the decay thread, which
+// the cache needs, is for programs that have threads.
+class OwnThread {
+ public:
+  OwnThread() : thread_([this] { done_.wait(false); }) {}
+  ~OwnThread() {
+    done_ = true;
+    done_.notify_one();
+    thread_.join();
+  }
+  OwnThread(const OwnThread&) = delete;
+  OwnThread& operator=(const OwnThread&) = delete;
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+// The number of blocks that wait in the cache, by the line of a statistics table.
+uint64_t blocks_kept(const char* table) {
+  const char* line = std::strstr(table, "large blocks kept for reuse: ");
+  const char* count = line == nullptr ? nullptr : std::strchr(line, '(');
+  return count == nullptr ? UINT64_MAX : std::strtoull(count + 1, nullptr, 10);
+}
+
+uint64_t blocks_kept() {
+  const int fd = memfd_create("stats", MFD_CLOEXEC);
+  poolalloc_print_stats(fd);
+  char text[16384] = {};
+  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  return n <= 0 ? UINT64_MAX : blocks_kept(text);
+}
+
+// What a function of glibc's reports before a malloc of 64 KiB, while the block is live, and
+// once it is freed into the cache.
+template <class Report>
+struct AroundAFree {
+  Report before, live, cached;
+};
+
+constexpr size_t k64KiB = size_t{64} << 10;
+
+// Reads `report()` around a malloc and a free of 64 KiB, in a program with a thread of its own
+// and the decay thread. With nothing but the test allocating, glibc's figures move by the block's
+// chunk alone; the decay thread may move the pools' spans (a part of mallinfo2's figures and of
+// malloc_info's totals) or give the block back meanwhile: a try that it disturbed, which the
+// pools' figures or the cache's count tell, is made again.
+template <class Report, class Read>
+AroundAFree<Report> around_a_free(Read report) {
+  AroundAFree<Report> result{};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    malloc_trim(0);  // no block waits in the cache
+    (void)report();  // a first call may look glibc's function up
+    poolalloc_stats pools_before{}, pools_after{};
+    poolalloc_get_stats(&pools_before);
+    result.before = report();
+    void* p = malloc(opaque(k64KiB));
+    result.live = report();
+    free(p);
+    const uint64_t kept = blocks_kept();
+    result.cached = report();
+    poolalloc_get_stats(&pools_after);
+    if (kept == 1 && result.cached.kept == 1 && pools_before.bytes_held == pools_after.bytes_held &&
+        pools_before.retained_bytes == pools_after.retained_bytes &&
+        pools_before.pooled_live == pools_after.pooled_live)
+      return result;
+  }
+  ADD_FAILURE() << "the 64 KiB block never stayed in the cache for the whole check";
+  return result;
+}
+
+struct Mallinfo2 {
+  struct mallinfo2 info;
+  int narrow_uordblks, narrow_fordblks;  // mallinfo's
+  uint64_t kept;                         // blocks in the cache right after
+};
+
+// mallinfo2 and mallinfo count a block that waits in the cache free, as glibc counts its own
+// free chunks: in use goes back to what it was before the malloc, and the chunk moves to the free
+// figures.
+TEST(LargeBlockCache, ACachedBlockCountsAsFreeInMallinfo2) {
+  const OwnThread own;
+  start_decay_thread();
+  const auto reads = around_a_free<Mallinfo2>([] {
+    const struct mallinfo2 info = mallinfo2();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    const struct mallinfo narrow = mallinfo();
+#pragma GCC diagnostic pop
+    return Mallinfo2{info, narrow.uordblks, narrow.fordblks, blocks_kept()};
+  });
+  const struct mallinfo2 &before = reads.before.info, &live = reads.live.info,
+                         &cached = reads.cached.info;
+  const size_t chunk = live.uordblks - before.uordblks;
+  EXPECT_GE(chunk, k64KiB);
+  EXPECT_EQ(cached.uordblks, before.uordblks);
+  EXPECT_EQ(cached.fordblks, live.fordblks + chunk);
+  EXPECT_EQ(cached.ordblks, live.ordblks + 1);
+  EXPECT_EQ(cached.arena, live.arena);
+  EXPECT_EQ(reads.cached.narrow_uordblks, reads.before.narrow_uordblks);
+  EXPECT_EQ(reads.cached.narrow_fordblks - reads.live.narrow_fordblks, static_cast<int>(chunk));
+}
+
+// malloc_stats' output: the table's count of cached blocks, and glibc's report's "in use bytes"
+// of its main heap (Arena 0) and in all.
+struct MallocStats {
+  uint64_t kept;
+  unsigned main_heap_in_use, total_in_use;
+};
+
+MallocStats malloc_stats_output() {
+  const int capture = memfd_create("stderr", MFD_CLOEXEC);
+  const int saved_stderr = dup(STDERR_FILENO);
+  dup2(capture, STDERR_FILENO);
+  malloc_stats();
+  dup2(saved_stderr, STDERR_FILENO);
+  close(saved_stderr);
+  char text[16384] = {};
+  const ssize_t n = pread(capture, text, sizeof text - 1, 0);
+  close(capture);
+  MallocStats stats{n <= 0 ? UINT64_MAX : blocks_kept(text), UINT_MAX, UINT_MAX};
+  const char* arena = std::strstr(text, "Arena 0:\n");
+  const char* total = std::strstr(text, "Total (incl. mmap):\n");
+  if (arena != nullptr)
+    std::sscanf(arena, "Arena 0:\nsystem bytes = %*u\nin use bytes = %u", &stats.main_heap_in_use);
+  if (total != nullptr)
+    std::sscanf(total, "Total (incl. mmap):\nsystem bytes = %*u\nin use bytes = %u",
+                &stats.total_in_use);
+  return stats;
+}
+
+// malloc_stats counts a block that waits in the cache free: glibc's "in use bytes" go back to
+// what they were before the malloc.
+TEST(LargeBlockCache, ACachedBlockCountsAsFreeInMallocStats) {
+  const OwnThread own;
+  start_decay_thread();
+  const auto reads = around_a_free<MallocStats>(malloc_stats_output);
+  ASSERT_NE(reads.before.main_heap_in_use, UINT_MAX) << "no Arena 0 in malloc_stats' report";
+  ASSERT_NE(reads.before.total_in_use, UINT_MAX) << "no total in malloc_stats' report";
+  EXPECT_GE(reads.live.main_heap_in_use - reads.before.main_heap_in_use, k64KiB);
+  EXPECT_EQ(reads.cached.main_heap_in_use, reads.before.main_heap_in_use);
+  EXPECT_EQ(reads.cached.total_in_use, reads.before.total_in_use);
+}
+
+// malloc_info's document: glibc's main heap's (the first) fast and rest totals and its system
+// size, and the document's rest total.
+struct MallocInfo {
+  uint64_t kept;
+  size_t main_fast, main_rest_count, main_rest, main_current, rest_count, rest;
+  size_t main_in_use() const { return main_current - main_fast - main_rest; }
+};
+
+MallocInfo malloc_info_document(FILE* stream, int fd) {
+  const bool emptied = ftruncate(fd, 0) == 0;
+  rewind(stream);
+  const int status = malloc_info(0, stream);
+  fflush(stream);
+  char text[1 << 16] = {};
+  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  MallocInfo info{blocks_kept(), 0, 0, 0, 0, 0, 0};
+  const char* main_heap = std::strstr(text, "<total type=\"fast\" ");
+  const char* totals = nullptr;
+  for (const char* at = text; (at = std::strstr(at, "</heap>\n")) != nullptr; ++at) totals = at;
+  const bool parsed = emptied && status == 0 && n > 0 && main_heap != nullptr &&
+                      totals != nullptr &&
+                      std::sscanf(main_heap,
+                                  "<total type=\"fast\" count=\"%*u\" size=\"%zu\"/>\n"
+                                  "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n"
+                                  "<system type=\"current\" size=\"%zu\"/>\n",
+                                  &info.main_fast, &info.main_rest_count, &info.main_rest,
+                                  &info.main_current) == 4 &&
+                      std::sscanf(totals,
+                                  "</heap>\n<total type=\"fast\" count=\"%*u\" size=\"%*u\"/>\n"
+                                  "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n",
+                                  &info.rest_count, &info.rest) == 2;
+  if (!parsed) info.kept = UINT64_MAX;
+  return info;
+}
+
+// malloc_info counts a block that waits in the cache free: in glibc's main heap, which the block
+// is a chunk of, it is in the "rest" (free) total, and its in use (system less fast and rest)
+// goes back to what it was before the malloc; in the document's totals, in the "rest" too.
+TEST(LargeBlockCache, ACachedBlockCountsAsFreeInMallocInfo) {
+  const OwnThread own;
+  start_decay_thread();
+  const int fd = memfd_create("malloc_info", MFD_CLOEXEC);
+  FILE* stream = fdopen(fd, "w");
+  ASSERT_NE(stream, nullptr);
+  malloc_info_document(stream, fd);  // the stream's buffer
+  const auto reads =
+      around_a_free<MallocInfo>([stream, fd] { return malloc_info_document(stream, fd); });
+  fclose(stream);
+  const MallocInfo &before = reads.before, &live = reads.live, &cached = reads.cached;
+  const size_t chunk = live.main_in_use() - before.main_in_use();
+  EXPECT_GE(chunk, k64KiB);
+  EXPECT_EQ(cached.main_in_use(), before.main_in_use());
+  EXPECT_EQ(cached.main_rest, live.main_rest + chunk);
+  EXPECT_EQ(cached.main_rest_count, live.main_rest_count + 1);
+  EXPECT_EQ(cached.main_current, live.main_current);
+  EXPECT_EQ(cached.rest, live.rest + chunk);
+  EXPECT_EQ(cached.rest_count, live.rest_count + 1);
 }
 
 TEST(LargeBlockCache, ChildOfForkUsesTheCacheWhileOtherThreadsChurn) {
