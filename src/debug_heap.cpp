@@ -34,8 +34,11 @@ struct FreedBlock {
 // leaves (just before its memory can be handed out again).
 class Quarantine {
  public:
-  // False when no memory could be had for the ring: the block should then be released now.
+  // False when the block is larger than the whole quarantine, or no memory could be had for the
+  // ring: the block should then be released now. Taken in, a block larger than the quarantine
+  // would push every other block out before itself.
   bool add(const FreedBlock& block) {
+    if (block.record.size > g_options.quarantine_bytes) return false;
     if (ring_ == nullptr && !map_ring()) return false;
     if (count_ == kCapacity) return false;
     ring_[(first_ + count_) % kCapacity] = block;

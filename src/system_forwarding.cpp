@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "large_blocks.hpp"
 #include "os.hpp"
 
 namespace poolalloc::internal {
@@ -29,9 +30,17 @@ Function glibc_function(std::atomic<Function>& cached, const char* name) {
   return function;
 }
 
-// glibc's largest dynamic mmap threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX) and its
-// starting one (DEFAULT_MMAP_THRESHOLD_MIN).
-constexpr std::size_t kMaxMmapThreshold = std::size_t{32} << 20;
+// The largest request for which poolalloc raises the mmap threshold: the largest the large-block
+// cache serves (large_blocks.hpp), where glibc's own rule goes up to 32 MiB
+// (DEFAULT_MMAP_THRESHOLD_MAX). A heap keeps free space at its top up to the trim threshold,
+// twice the mmap threshold, for as long as the process lives, and a thread's request is served
+// from its own arena: four threads that each freed a 24 MiB buffer left three heaps of 24 MiB
+// resident with nothing live in them (the first buffer, mapped before the threshold rose, was
+// unmapped). Beyond it (and the page that its chunk rounds up to), a block is mapped at its
+// malloc and unmapped at its free, as glibc does beyond 32 MiB, and no heap keeps more free at
+// its top than the trim threshold of 4 MiB and a page: 8 MiB and 8 KiB.
+constexpr std::size_t kLargestHeapRequest = kLargestCachedRequest;
+// glibc's starting mmap threshold (DEFAULT_MMAP_THRESHOLD_MIN).
 constexpr std::size_t kMinMmapThreshold = std::size_t{128} << 10;
 // The least free space at the top of a glibc heap that glibc keeps rather than hands back.
 constexpr std::size_t kMinTrimThreshold = std::size_t{8} << 20;
@@ -78,9 +87,8 @@ void yield_thresholds_to_the_program() {
 // its header, rounded up to 16) reaches the mmap threshold, and its own rule raises the
 // threshold to a whole mapped chunk: a request of the same size then fits under it.
 void apply_system_thresholds(std::size_t size) {
-  const std::size_t mapped_chunk =
+  const std::size_t mmap_threshold =
       (size + 2 * sizeof(std::size_t) + kPageSize - 1) & ~(kPageSize - 1);
-  const std::size_t mmap_threshold = std::min(mapped_chunk, kMaxMmapThreshold);
   __libc_mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold));
   __libc_mallopt(M_TRIM_THRESHOLD,
                  static_cast<int>(std::max(2 * mmap_threshold, kMinTrimThreshold)));
@@ -120,11 +128,11 @@ bool environment_sets_thresholds() {
 // of 40 KiB to 800 KiB per round) shrank and regrew the main heap by 1.6 MiB and a thread's heap
 // by 3 MiB every round: 30,000 page faults against glibc's 4,000 to 11,000, and 1.7 times
 // glibc's time. So poolalloc applies glibc's rule itself, raising the mmap threshold to each
-// larger request (glibc waits for the block's free, which poolalloc does not see the size of),
-// with a trim threshold of at least 8 MiB: as much free top per heap as the pools keep of
-// empty spans. mallopt turns glibc's own rule off, which is why poolalloc applies it instead.
+// larger request up to 4 MiB (glibc waits for the block's free, which poolalloc does not see the
+// size of), with a trim threshold of at least 8 MiB: as much free top per heap as the pools keep
+// of empty spans. mallopt turns glibc's own rule off, which is why poolalloc applies it instead.
 void raise_system_thresholds(std::size_t size) {
-  if (size > kMaxMmapThreshold) return;
+  if (size > kLargestHeapRequest) return;
   std::size_t current = g_system_mmap_threshold.load(std::memory_order_relaxed);
   do {
     if (size <= current) return;

@@ -83,6 +83,19 @@ TEST_F(DebugReportDeathTest, DoubleFreeOfABlockFromTheSystemAllocator) {
                    "; first freed at " + site("debug_site_free") + "\n");
 }
 
+// A block larger than the whole (default, 16 MiB) quarantine leaves it at once, and leaves the
+// blocks that wait there where they are: a second free of one is still a double free.
+TEST_F(DebugReportDeathTest, ABlockLargerThanTheQuarantinePushesNoOtherOut) {
+  void* p = debug_site_malloc(opaque(kSize));
+  debug_site_free(p);
+  std::free(debug_site_malloc(opaque<std::size_t>(24 << 20)));
+  EXPECT_DEATH(debug_site_second_free(hide(p)),
+               "^poolalloc-debug: double free: free of " +
+                   pooled_block(hex(p), kSize, "debug_site_malloc") + " at " +
+                   site("debug_site_second_free") + "; first freed at " + site("debug_site_free") +
+                   "\n");
+}
+
 TEST_F(DebugReportDeathTest, FreeOfAStackAddress) {
   int on_the_stack = 0;
   int* p = hide(&on_the_stack);
@@ -215,7 +228,8 @@ TEST_F(DebugReportDeathTest, SizedDeleteWithTheWrongSize) {
 
 // A write into a freed block is found when the block leaves the quarantine. The child is a
 // fresh execution of this test with POOLALLOC_QUARANTINE=4K in its environment, so that
-// freeing 8 KiB more pushes the block out.
+// freeing two blocks of 2 KiB more pushes the block out (one larger than the quarantine would
+// leave it at once, pushing nothing).
 class WriteAfterFreeDeathTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -231,7 +245,8 @@ TEST_F(WriteAfterFreeDeathTest, FoundWhenTheBlockLeavesTheQuarantine) {
         auto* p = hide(static_cast<char*>(debug_site_malloc(opaque(kSize))));
         debug_site_free(p);
         p[5] = 1;
-        debug_site_second_free(debug_site_malloc(opaque<std::size_t>(8192)));
+        for (int i = 0; i < 2; ++i)
+          debug_site_second_free(debug_site_malloc(opaque<std::size_t>(2048)));
       },
       "^poolalloc-debug: write after free found when the block left the quarantine: byte 5 "
       "of " +
