@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compares poolalloc with glibc, jemalloc, mimalloc and tcmalloc on the workloads of bench/ and
-# on whole programs (python3, sqlite3, g++), and on the programs of mimalloc-bench when given a
+# on whole programs (python3, sqlite3, g++, gawk, ruby), and on the programs of mimalloc-bench when given a
 # built copy, every allocator put under the same unmodified binaries with LD_PRELOAD (glibc:
 # nothing preloaded).
 #
@@ -16,7 +16,7 @@
 #              results in build-suite/results-smoke/
 #   --allocators "glibc jemalloc mimalloc tcmalloc poolalloc"   (space- or comma-separated; a
 #                NAME=LIB entry preloads LIB under NAME, e.g. an older build of poolalloc)
-#   --workloads  "churn sweep mixed prodcons larson game latency python sqlite gxx" (or row
+#   --workloads  "churn sweep mixed prodcons larson game latency python sqlite gxx gawk ruby" (or row
 #                names such as sweep-64, larson-t2, mixed-50k)
 #   --threads    "1 2 4": thread counts of the scaling workloads, mixed and larson
 #   --no-build   use --poolalloc LIB and the workloads in --bin-dir DIR instead of building
@@ -37,7 +37,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mode=full
 rounds=""
 allocators="glibc jemalloc mimalloc tcmalloc poolalloc"
-workloads="churn sweep mixed prodcons larson game latency python sqlite gxx"
+workloads="churn sweep mixed prodcons larson game latency python sqlite gxx gawk ruby"
 workloads_given=""
 threads="1 2 4"
 results=""
@@ -182,6 +182,13 @@ add_row python python --env PYTHONMALLOC=malloc -- /usr/bin/python3 \
 add_row sqlite sqlite -- /usr/bin/sqlite3 :memory: ".read $work/sqlite.sql"
 add_row gxx gxx -- /usr/bin/g++ -std=c++20 "${gxx_args[@]}" -c \
   "$root/bench/programs/templates.cpp" -o "$work/templates.o"
+# gawk and ruby at python's number of items; a smoke run skips one that is not installed.
+if [[ -x /usr/bin/gawk || $mode != smoke ]]; then
+  add_row gawk gawk -- /usr/bin/gawk -v N="$py_n" -f "$root/bench/programs/words.awk"
+fi
+if [[ -x /usr/bin/ruby || $mode != smoke ]]; then
+  add_row ruby ruby -- /usr/bin/ruby "$root/bench/programs/objects.rb" "$py_n"
+fi
 
 # mimalloc-bench: the programs and arguments of its bench.sh, with P = 2 threads.
 # shellcheck disable=SC2016  # the --time arguments are awk programs, not shell expansions

@@ -20,9 +20,10 @@ packages=(
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  # ruby and z3: programs of mimalloc-bench (rbstress, z3); the toolkit's anchors
+  # gawk and ruby: whole programs of bench.sh (ruby also mimalloc-bench's rbstress), z3 one of
+  # mimalloc-bench's; the toolkit's anchors
   # (bench/toolkit_anchors.cpp): plf::colony, foonathan/memory, Boost.Pool
-  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time ruby z3
+  packages+=(libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox time gawk ruby z3
     libplf-colony-dev libfoonathan-memory-dev libboost-dev)
 fi
 

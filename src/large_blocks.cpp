@@ -89,6 +89,8 @@ struct CachedClass {
 Lock g_lock;  // last in the lock order (lock.hpp): nothing else is taken or called under it
 CachedClass g_classes[kClasses + 1];  // by class; [0] unused
 std::size_t g_held_bytes = 0;
+// The program break at start-up, where glibc's main heap begins (init_large_blocks).
+constinit std::atomic<std::uintptr_t> g_heap_start{0};
 // Read without the lock by malloc (whether to look) and by the statistics.
 std::atomic<std::uint64_t> g_held_blocks{0};
 std::atomic<std::uint64_t> g_held_bytes_shown{0};
@@ -123,14 +125,22 @@ void report_if_waiting(const CachedClass& c, void* p, std::size_t usable, const 
     report_double_free_outside_pools(operation, p, usable);
 }
 
+// The most the cache keeps while glibc's main heap ends at `heap_end` (large_blocks.hpp).
+std::size_t held_bound(std::uintptr_t heap_end) {
+  const std::uintptr_t start = g_heap_start.load(std::memory_order_relaxed);
+  const std::size_t heap = heap_end > start ? heap_end - start : 0;
+  return std::clamp(heap / kHeapShare, kMinHeldBytes, kMaxHeldBytes);
+}
+
 // Keeps p (usable size `usable`) if its class and the cache have room.
 bool keep(void* p, std::size_t usable) {
   const unsigned k = floor_class(usable);
+  const std::size_t bound = held_bound(os_program_break());
   TryLockGuard guard(g_lock);
   if (!guard.locked()) return false;
   CachedClass& c = g_classes[k];
   report_if_waiting(c, p, usable, "free");
-  if (c.count == kSlotsPerClass || g_held_bytes + usable > kMaxHeldBytes) return false;
+  if (c.count == kSlotsPerClass || g_held_bytes + usable > bound) return false;
   c.blocks[c.count] = p;
   c.sizes[c.count] = static_cast<std::uint32_t>(usable);
   ++c.count;
@@ -167,6 +177,10 @@ bool give_back(bool all) {
 }
 
 }  // namespace
+
+void init_large_blocks() {
+  g_heap_start.store(os_program_break(), std::memory_order_relaxed);
+}
 
 void* allocate_large(std::size_t size) {
   if (size <= kLargestClassSize || size > kLargestCachedRequest) return system_malloc(size);

@@ -61,12 +61,71 @@ uint64_t requests_served_from_the_cache() {
   return count == nullptr ? UINT64_MAX : std::strtoull(count + 9, nullptr, 10);
 }
 
-// Rounds of 12 blocks of 1 MiB, all live at once, touched, then freed. Without the cache glibc
-// handed the heap's free 12 MiB top back (past its 8 MiB trim threshold) and grew it again with
-// brk at the next round: 3,000 page faults a round. With it, every malloc after the first round
-// takes a block that waits in the cache, the same blocks each round.
+// The statistics table's count of blocks that wait in the cache.
+uint64_t blocks_in_the_cache() {
+  const int fd = memfd_create("stats", MFD_CLOEXEC);
+  poolalloc_print_stats(fd);
+  char text[16384] = {};
+  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  if (n <= 0) return UINT64_MAX;
+  const char* line = std::strstr(text, "large blocks kept for reuse: ");
+  const char* count = line == nullptr ? nullptr : std::strchr(line, '(');
+  return count == nullptr ? UINT64_MAX : std::strtoull(count + 1, nullptr, 10);
+}
+
+// The usable size of a block of 1 MiB, as glibc's heap hands it out (the class bound is 1 MiB).
+constexpr size_t kMiBBlock = kMiB + sizeof(size_t);
+
+// A program whose glibc heap stays under 32 MiB: the cache keeps at most 4 MiB of its frees
+// (an eighth of the heap is less), where it kept all of these 16 blocks of 1 MiB (up to 32 MiB),
+// memory that the program's blocks of other sizes could not reuse. (malloc_trim empties the
+// cache of what start_decay_thread freed.)
+TEST(LargeBlockCache, ASmallProgramsCacheHoldsAtMostFourMiB) {
+  start_decay_thread();
+  malloc_trim(0);
+  constexpr int kBlocks = 16;
+  void* blocks[kBlocks];
+  for (void*& block : blocks) {
+    block = malloc(opaque(kMiB));
+    ASSERT_NE(block, nullptr);
+  }
+  for (void* block : blocks) free(block);
+  EXPECT_LT(mallinfo2().arena, 32 * kMiB);
+  EXPECT_EQ(blocks_in_the_cache(), (4 * kMiB) / kMiBBlock);
+}
+
+// A program with a larger glibc heap: the cache keeps up to an eighth of it. The blocks freed
+// are the heap's lowest, so that glibc, given those the cache does not keep, merges them and
+// trims nothing: the heap's size (mallinfo2's arena, from where the heap began to the program
+// break) is the same after the frees as during them.
+TEST(LargeBlockCache, ALargerProgramsCacheHoldsAnEighthOfGlibcsHeap) {
+  start_decay_thread();
+  malloc_trim(0);
+  constexpr int kBlocks = 128, kFreed = 32;
+  void* blocks[kBlocks];
+  for (void*& block : blocks) {
+    block = malloc(opaque(kMiB));
+    ASSERT_NE(block, nullptr);
+  }
+  std::sort(blocks, blocks + kBlocks);
+  for (int i = 0; i < kFreed; ++i) free(blocks[i]);
+  const size_t heap = mallinfo2().arena;
+  EXPECT_GT(heap, 64 * kMiB);
+  EXPECT_EQ(blocks_in_the_cache(), heap / 8 / kMiBBlock);
+  for (int i = kFreed; i < kBlocks; ++i) free(blocks[i]);
+}
+
+// Rounds of 12 blocks of 1 MiB, all live at once, touched, then freed, above a world of 96 MiB
+// (untouched) that makes the heap large enough for the cache to keep 12 MiB (an eighth of it).
+// Without the cache glibc handed the heap's free 12 MiB top back (past its 8 MiB trim
+// threshold) and grew it again with brk at the next round: 3,000 page faults a round. With it,
+// every malloc after the first round takes a block that waits in the cache, the same blocks
+// each round.
 TEST(LargeBlockCache, FreedBlocksAreTakenAgainWithoutSystemCallsOrPageFaults) {
   start_decay_thread();
+  void* world[24];
+  for (void*& block : world) block = malloc(opaque(4 * kMiB));
   constexpr int kRounds = 20, kBlocks = 12;
   void* first[kBlocks];
   long faults = 0;
@@ -95,6 +154,7 @@ TEST(LargeBlockCache, FreedBlocksAreTakenAgainWithoutSystemCallsOrPageFaults) {
   EXPECT_EQ(requests_served_from_the_cache() - served, uint64_t{(kRounds - 1) * kBlocks});
   EXPECT_EQ(mallinfo2().arena, heap) << "glibc's heap grew or shrank";
   EXPECT_LT(faults, 64);
+  for (void* block : world) free(block);
 }
 
 // A cached block's usable size covers the request, and glibc's realloc takes it as its own.
