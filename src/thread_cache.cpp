@@ -192,9 +192,11 @@ void empty_next_bins_into_spans(ThreadCache& cache) {
 }
 
 // Every slow path of a thread with a cache starts here: a look at the clock every few slow paths,
-// or when the fast path counted its mallocs down, and the flushes that decay or malloc_trim asked
-// for. A relaxed load and a few compares otherwise.
-void housekeeping(ThreadCache& cache, unsigned cls) {
+// or when the fast path counted its calls down, and the flushes that decay or malloc_trim asked
+// for. A relaxed load and a few compares otherwise. `for_the_clock`: the fast path could have
+// served the call, and came here only for the look; the class's bin is then not emptied (that
+// and the refill that follows would make one malloc fault in the pages of both).
+void housekeeping(ThreadCache& cache, unsigned cls, bool for_the_clock) {
   std::uint32_t& calls_before_clock = CacheBins::calls_before_clock(cache);
   if (--cache.clock_countdown == 0 || calls_before_clock == 0) [[unlikely]] {
     cache.clock_countdown = kSlowPathsPerClockCheck;
@@ -207,7 +209,7 @@ void housekeeping(ThreadCache& cache, unsigned cls) {
   }
   if (cache.bins_left_to_empty != 0) [[unlikely]]
     empty_next_bins_into_spans(cache);
-  if (cache.draining[cls] != 0) [[unlikely]] {
+  if (cache.draining[cls] != 0 && !for_the_clock) [[unlikely]] {
     --cache.draining[cls];
     empty_bin_into_spans(cls, CacheBins::of(cache, cls));
   }
@@ -320,8 +322,8 @@ void* refill_and_allocate(unsigned cls) {
     g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
   } else {
     OwnerGuard owner(*cache);
-    housekeeping(*cache, cls);
     CacheBin& bin = CacheBins::of(*cache, cls);
+    housekeeping(*cache, cls, bin.count() != 0);
     if (bin.count() == 0) {  // not so when a reclaim that the fast path saw was undone
       bin.set_count(take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2),
                                 kFirstTouchesPerRefill));
@@ -348,8 +350,8 @@ void flush_and_deallocate(unsigned cls, void* block) {
     give_blocks(cls, &block, 1);
   } else {
     OwnerGuard owner(*cache);
-    housekeeping(*cache, cls);
     CacheBin& bin = CacheBins::of(*cache, cls);
+    housekeeping(*cache, cls, bin.top_slot() != bin.end);
     if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
       grow(cls, bin);
     } else if (bin.top_slot() == bin.end) {
