@@ -9,6 +9,9 @@
 //     one:   one call a second (a malloc, a second later its free);
 //     frees: frees only: 1000 blocks kept from before the peak, freed one every 2 ms;
 //     none:  no call at all.
+//   With --threads=2, a second thread of the program (a malloc and a free of its own, then it
+//   waits, as a game's audio thread would) lives from before the burst to the end: the program
+//   runs threads, as most programs that allocate much do.
 // --pattern=pool: --workers threads, each runs one job in turn (about 800 KiB of blocks of 16 B
 //   to 8 KiB allocated and written, then all freed in random order) and then waits on a
 //   condition variable; the peak is the end of the last job, and the main thread makes no call
@@ -186,12 +189,22 @@ void after_burst(const std::string& after, void** kept, double until) {
 
 }  // namespace
 
+// The second thread of --threads=2: it never ends (the process does).
+void* wait_forever(void*) {
+  std::free(std::malloc(64));
+  for (;;) pause();
+}
+
 int main(int argc, char** argv) {
   wl::Args args(argc, argv);
   std::string pattern = "burst", after = "none";
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--pattern=", 10) == 0) pattern = argv[i] + 10;
     if (std::strncmp(argv[i], "--after=", 8) == 0) after = argv[i] + 8;
+  }
+  if (pattern == "burst" && args.get("threads", 1, 1, 1) == 2) {
+    pthread_t companion;
+    pthread_create(&companion, nullptr, wait_forever, nullptr);
   }
   const long samples = args.get("samples", 5, 5, 5);  // how many of kSamples
   void** kept = map_pointers(1000);

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
+#include "rss_workloads.hpp"
 #include "test_seed.hpp"
 
 namespace malloc_test {
@@ -58,7 +59,11 @@ TEST(CallCost, AMallocFaultsInAtMostTwoPages) {
   }
 }
 
+// A game runs threads of its own (render, audio, jobs): the decay thread runs, and the spans a
+// free empties wait for its steps with their pages (tuning.md).
 TEST(LevelChange, TheNextLevelReusesThePagesOfTheLastWithoutAPageFault) {
+  const ThreadOfItsOwn companion;
+  ASSERT_TRUE(decay_thread_started());
   std::mt19937_64 rng(poolalloc_test::test_seed(7));
   std::vector<void*> level;
   level.reserve(size_t{96} << 20 >> 4);
@@ -85,6 +90,8 @@ TEST(LevelChange, TheNextLevelReusesThePagesOfTheLastWithoutAPageFault) {
 // decay thread to empty the stacks (and the threads' bins), so that the new level takes the old
 // one's spans. Before, all 24,596 pages were faulted in again and RSS doubled.
 TEST(LevelChange, ALevelOfOtherSizesTakesThePagesOfTheLastFreedInAnyOrder) {
+  const ThreadOfItsOwn companion;
+  ASSERT_TRUE(decay_thread_started());
   std::mt19937_64 rng(poolalloc_test::test_seed(11));
   std::vector<void*> level;
   level.reserve(size_t{96} << 20 >> 6);

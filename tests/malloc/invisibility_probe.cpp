@@ -196,6 +196,8 @@ int fifo() {
   std::latch started(1), looked(1);
   std::thread thread([&] {
     own[1] = gettid();
+    void* volatile block = malloc(64);  // a program's thread allocates: it has a cache
+    free(block);
     started.count_down();
     looked.wait();
   });

@@ -33,19 +33,15 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-// The cache keeps blocks while the decay thread runs, which starts once the pools hold more than
-// 17 MiB of spans (tuning.md): 32 MiB of 1 KiB blocks, freed. Then a block of `largest` bytes,
-// which glibc maps (a mapped block is not cached) and after which poolalloc raises glibc's mmap
-// threshold: blocks up to that size then come from glibc's heap.
+// The cache keeps blocks while the decay thread runs, which starts in a program that runs threads
+// of its own (tuning.md): one that waits for the rest of the test. Then a block of `largest`
+// bytes, which glibc maps (a mapped block is not cached) and after which poolalloc raises glibc's
+// mmap threshold: blocks up to that size then come from glibc's heap.
 void start_decay_thread(size_t largest = 4 * kMiB) {
   free(malloc(opaque(largest)));
-  PointerArray blocks(32 * 1024);
-  for (size_t i = 0; i < 32 * 1024; ++i) blocks[i] = malloc(opaque(size_t{1024}));
-  for (size_t i = 0; i < 32 * 1024; ++i) free(blocks[i]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!decay_thread_exists() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_TRUE(decay_thread_exists());
+  static ThreadOfItsOwn* const companion = new ThreadOfItsOwn;  // lives until the test exits
+  (void)companion;
+  ASSERT_TRUE(decay_thread_started());
 }
 
 // The statistics table's count of requests served from the cache.
@@ -287,24 +283,6 @@ TEST_F(LargeBlockCacheDeathTest, AChildOfForkReportsAFreeOfABlockCachedInItsPare
       "pools\n");
 }
 
-// A thread of the program's own besides main, alive until the test ends: the decay thread, which
-// the cache needs, is for programs that have threads.
-class OwnThread {
- public:
-  OwnThread() : thread_([this] { done_.wait(false); }) {}
-  ~OwnThread() {
-    done_ = true;
-    done_.notify_one();
-    thread_.join();
-  }
-  OwnThread(const OwnThread&) = delete;
-  OwnThread& operator=(const OwnThread&) = delete;
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
-
 // The number of blocks that wait in the cache, by the line of a statistics table.
 uint64_t blocks_kept(const char* table) {
   const char* line = std::strstr(table, "large blocks kept for reuse: ");
@@ -331,10 +309,10 @@ struct AroundAFree {
 constexpr size_t k64KiB = size_t{64} << 10;
 
 // Reads `report()` around a malloc and a free of 64 KiB, in a program with a thread of its own
-// and the decay thread. With nothing but the test allocating, glibc's figures move by the block's
-// chunk alone; the decay thread may move the pools' spans (a part of mallinfo2's figures and of
-// malloc_info's totals) or give the block back meanwhile: a try that it disturbed, which the
-// pools' figures or the cache's count tell, is made again.
+// and the decay thread (start_decay_thread). With nothing but the test allocating, glibc's figures
+// move by the block's chunk alone; the decay thread may move the pools' spans (a part of
+// mallinfo2's figures and of malloc_info's totals) or give the block back meanwhile: a try that it
+// disturbed, which the pools' figures or the cache's count tell, is made again.
 template <class Report, class Read>
 AroundAFree<Report> around_a_free(Read report) {
   AroundAFree<Report> result{};
@@ -370,7 +348,6 @@ struct Mallinfo2 {
 // free chunks: in use goes back to what it was before the malloc, and the chunk moves to the free
 // figures.
 TEST(LargeBlockCache, ACachedBlockCountsAsFreeInMallinfo2) {
-  const OwnThread own;
   start_decay_thread();
   const auto reads = around_a_free<Mallinfo2>([] {
     const struct mallinfo2 info = mallinfo2();
@@ -423,7 +400,6 @@ MallocStats malloc_stats_output() {
 // malloc_stats counts a block that waits in the cache free: glibc's "in use bytes" go back to
 // what they were before the malloc.
 TEST(LargeBlockCache, ACachedBlockCountsAsFreeInMallocStats) {
-  const OwnThread own;
   start_decay_thread();
   const auto reads = around_a_free<MallocStats>(malloc_stats_output);
   ASSERT_NE(reads.before.main_heap_in_use, UINT_MAX) << "no Arena 0 in malloc_stats' report";
@@ -472,7 +448,6 @@ MallocInfo malloc_info_document(FILE* stream, int fd) {
 // is a chunk of, it is in the "rest" (free) total, and its in use (system less fast and rest)
 // goes back to what it was before the malloc; in the document's totals, in the "rest" too.
 TEST(LargeBlockCache, ACachedBlockCountsAsFreeInMallocInfo) {
-  const OwnThread own;
   start_decay_thread();
   const int fd = memfd_create("malloc_info", MFD_CLOEXEC);
   FILE* stream = fdopen(fd, "w");

@@ -1,8 +1,9 @@
 // At the default options (POOLALLOC_DECAY_MS=1000), the resident set comes back down to the
-// live set plus a small bound within two decay periods of a peak, whatever the program does
-// next: traffic that never leaves the thread cache's fast path, one call a second, frees only,
-// or no call at all. The decay thread (src/decay_thread.hpp) runs the steps; a program that
-// stays small never gets it; a child of fork gets its memory back too.
+// live set plus a small bound within two decay periods of a peak: in a single-threaded program
+// whose traffic never leaves the thread cache's fast path, that makes one call a second, or
+// frees only (its own calls run the steps, and no thread of ours ever exists), and in a program
+// that runs threads of its own whatever it does, no call at all included (the decay thread,
+// src/decay_thread.hpp, runs the steps there); a child of fork gets its memory back too.
 //
 // Each test is a process of its own (gtest_discover_tests), so the thread's state is each
 // test's own.
@@ -127,19 +128,19 @@ TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderFreesOnly) {
   });
 }
 
-TEST(RssAfterPeak, FallsWithinTwoPeriodsWithNoCallAtAll) {
+TEST(RssAfterPeak, FallsWithinTwoPeriodsWithNoCallAtAllInAProgramThatRunsThreads) {
+  const ThreadOfItsOwn companion;
+  ASSERT_TRUE(decay_thread_started());
   expect_rss_back_within_two_periods(
       "no call", [](Clock::time_point until) { std::this_thread::sleep_until(until); });
 }
 
-// Blocks above 32 KiB freed while the decay thread runs wait in the large-block cache (up to
-// 32 MiB of them): its steps give them back to glibc, which hands the pages back, so RSS falls
-// back within two periods as well. 200 MiB of 256 KiB blocks, freed; no call after.
+// Blocks above 32 KiB freed while the decay thread runs wait in the large-block cache: its steps
+// give them back to glibc, which hands the pages back, so RSS falls back within two periods as
+// well. 200 MiB of 256 KiB blocks, freed; no call after.
 TEST(RssAfterPeak, FallsWithinTwoPeriodsAfterLargeBlocksWithNoCallAtAll) {
-  ASSERT_TRUE(burst_freed_in_random_order(size_t{32} << 20, poolalloc_test::test_seed(12)));
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (!decay_thread_exists() && Clock::now() < deadline) pause_ms(10);
-  ASSERT_TRUE(decay_thread_exists()) << "the decay thread did not start";
+  const ThreadOfItsOwn companion;
+  ASSERT_TRUE(decay_thread_started());
   constexpr size_t kBlock = size_t{256} << 10, kBlocks = (size_t{200} << 20) / kBlock;
   const size_t before = resident_bytes();
   PointerArray blocks(kBlocks);
@@ -160,10 +161,10 @@ TEST(RssAfterPeak, FallsWithinTwoPeriodsAfterLargeBlocksWithNoCallAtAll) {
   EXPECT_LT(after, before + kBound);
 }
 
-// A program whose pools never hold more than a few MiB never gets the decay thread, however
-// many slow paths it takes, even one that keeps a block of every size class (a span each, 9 MiB
-// of spans in all).
-TEST(RssAfterPeak, SmallProgramNeverStartsTheDecayThread) {
+// A program with its main thread alone never gets the decay thread, however many slow paths it
+// takes and however large its peak: one that keeps a block of every size class (a span each,
+// 9 MiB of spans in all), churns, and frees a burst of 128 MiB.
+TEST(RssAfterPeak, SingleThreadedProgramNeverStartsTheDecayThread) {
   PointerArray one_per_class(32768 / 16);
   size_t classes = 0;
   for (size_t size = 16, last = 0; size <= 32768; size += 16) {
@@ -182,8 +183,8 @@ TEST(RssAfterPeak, SmallProgramNeverStartsTheDecayThread) {
     for (size_t i = 4096; i > 1; --i) std::swap(blocks[i - 1], blocks[rng() % i]);
     for (size_t i = 0; i < 4096; ++i) free(blocks[i]);
   }
-  pause_ms(100);
-  EXPECT_FALSE(decay_thread_exists());
+  ASSERT_TRUE(burst_freed_in_random_order(kBurst, poolalloc_test::test_seed(13)));
+  EXPECT_FALSE(decay_thread_started());
   for (size_t i = 0; i < classes; ++i) free(one_per_class[i]);
 }
 
@@ -309,22 +310,24 @@ TEST(RssAfterPeak, FastPathFreesIntoIdleCachesGoBackWhileTheThreadSleeps) {
   EXPECT_LT(after, before - held + kBound + kWorkers * 68 * 1024);
 }
 
-// The decay thread does not survive fork(): a child of a parent that has it starts its own on
-// demand, and its memory comes back within two periods while it makes no call at all.
+// The decay thread does not survive fork(): a child of a parent that has it has the thread that
+// forked alone, never gets one, and its own calls bring its memory back within two periods (one
+// call a second here).
 TEST(RssAfterPeak, ChildOfForkAfterTheThreadStartedGetsItsMemoryBack) {
-  ASSERT_TRUE(burst_freed_in_random_order(size_t{32} << 20, poolalloc_test::test_seed(7)));
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (!decay_thread_exists() && Clock::now() < deadline) pause_ms(10);
-  ASSERT_TRUE(decay_thread_exists()) << "the parent did not start the decay thread";
+  const ThreadOfItsOwn companion;
+  ASSERT_TRUE(decay_thread_started()) << "the parent did not start the decay thread";
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const bool had_thread = decay_thread_exists();
     const size_t before = resident_bytes();
     if (!burst_freed_in_random_order(kBurst, poolalloc_test::test_seed(8))) _exit(3);
     const auto freed_at = Clock::now();
     const size_t freed = resident_bytes();
-    std::this_thread::sleep_until(freed_at + kTwoPeriods);
+    for (int second = 0; second < 2; ++second) {
+      free(malloc(opaque(size_t{64})));
+      std::this_thread::sleep_until(freed_at + std::chrono::seconds(second + 1));
+    }
+    const bool had_thread = decay_thread_exists();
     const size_t after = resident_bytes();
     std::printf("child: RSS %zu MiB before, %zu MiB once freed, %zu MiB two periods later\n",
                 before / kMiB, freed / kMiB, after / kMiB);
@@ -334,7 +337,7 @@ TEST(RssAfterPeak, ChildOfForkAfterTheThreadStartedGetsItsMemoryBack) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_NE(WEXITSTATUS(status), 2) << "the child inherited a decay thread";
+  EXPECT_NE(WEXITSTATUS(status), 2) << "the child had a decay thread";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's memory did not come back";
 }
 

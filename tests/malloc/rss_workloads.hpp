@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -55,6 +56,59 @@ inline bool decay_thread_exists() {
   }
   closedir(tasks);
   return found;
+}
+
+// A thread of the program's own, alive as long as the object: it allocates and frees a block (so
+// that it has a cache) and waits, as a game's audio or render thread would. A program that runs
+// threads of its own gets the decay thread (tuning.md); one with its main thread alone never.
+class ThreadOfItsOwn {
+ public:
+  ThreadOfItsOwn() {
+    pthread_mutex_init(&mutex_, nullptr);
+    pthread_cond_init(&changed_, nullptr);
+    pthread_create(&thread_, nullptr, &ThreadOfItsOwn::run, this);
+    pthread_mutex_lock(&mutex_);
+    while (!ready_) pthread_cond_wait(&changed_, &mutex_);
+    pthread_mutex_unlock(&mutex_);
+  }
+  ~ThreadOfItsOwn() {
+    pthread_mutex_lock(&mutex_);
+    finish_ = true;
+    pthread_cond_broadcast(&changed_);
+    pthread_mutex_unlock(&mutex_);
+    pthread_join(thread_, nullptr);
+  }
+  ThreadOfItsOwn(const ThreadOfItsOwn&) = delete;
+  ThreadOfItsOwn& operator=(const ThreadOfItsOwn&) = delete;
+
+ private:
+  static void* run(void* self) {
+    auto* thread = static_cast<ThreadOfItsOwn*>(self);
+    void* volatile block = malloc(64);
+    free(block);
+    pthread_mutex_lock(&thread->mutex_);
+    thread->ready_ = true;
+    pthread_cond_broadcast(&thread->changed_);
+    while (!thread->finish_) pthread_cond_wait(&thread->changed_, &thread->mutex_);
+    pthread_mutex_unlock(&thread->mutex_);
+    return nullptr;
+  }
+
+  pthread_t thread_{};
+  pthread_mutex_t mutex_;
+  pthread_cond_t changed_;
+  bool ready_ = false, finish_ = false;
+};
+
+// Waits up to 10 s for the decay thread, which a malloc's slow path starts in a program that runs
+// threads of its own; true once it exists.
+inline bool decay_thread_started() {
+  for (int i = 0; i < 2000 && !decay_thread_exists(); ++i) {
+    free(malloc(32768));  // a slow path: a bin of 32 KiB blocks holds few
+    const timespec pause{0, 5000000};
+    nanosleep(&pause, nullptr);
+  }
+  return decay_thread_exists();
 }
 
 // A size from 16 B to 32 KiB, each doubling equally likely.

@@ -71,9 +71,11 @@ TEST(ResidentSet, FallsBackAfterFreeAndTrim) {
 }
 
 // tuning.md: after a peak, RSS is back to the live set plus 8 MiB within two decay periods
-// (the default's 2 s) without the program calling anything; right after the frees the central
-// stacks and the retained spans still hold some.
+// (the default's 2 s) without the program calling anything, in a program that runs threads of its
+// own; right after the frees the central stacks and the retained spans still hold some.
 TEST(ResidentSet, FallsBackWithinTwoPeriodsOfTheFreesWithoutTrim) {
+  const ThreadOfItsOwn companion;
+  ASSERT_TRUE(decay_thread_started());
   const uint64_t seed = poolalloc_test::test_seed(42);
   const size_t before = resident_bytes();
   const size_t peak = allocate_touch_and_free(kGiB, seed);
