@@ -22,9 +22,10 @@ void* allocate_slow(std::size_t size);
 
 // malloc's fast path: a table lookup, a handful of loads and stores to thread-local memory, no
 // lock and no atomic read-modify-write. As exported (g++ 12 -O3, x86-64; objdump of
-// libpoolalloc.so) it is 23 instructions before its ret: size check 2, class lookup 4, bin
-// address 3, pop 13 of which 3 are the second look at bottom that lets other threads reclaim
-// the bin and 3 the statistics' count, clearing the mark 1.
+// libpoolalloc.so) it is 25 instructions before its ret: size check 2, class lookup 4, bin
+// address 3, pop 15 of which 3 are the second look at bottom that lets other threads reclaim
+// the bin, 3 the statistics' count and 2 the countdown to the thread's next look at the clock
+// (decay.hpp), clearing the mark 1.
 inline void* allocate(std::size_t size) {
   if (size <= g_pooled_limit) [[likely]] {
     if (void* block = t_cache->pop(class_of(size))) [[likely]]
@@ -54,15 +55,18 @@ inline unsigned handed_out_class_or_report(const void* p, const char* operation)
   return block.cls;
 }
 
-// free's fast path: 36 instructions before its ret (region check 6, the span's record 5, the
+// free's fast path: 38 instructions before its ret (region check 6, the span's record 5, the
 // check that the block was handed out, below the span's carved end 3, and is a block start 5,
-// the class 1, bin address 5, push 11 with the double-free check, which compares the lower half
+// the class 1, bin address 5, push 13 with the countdown to the look at the clock (2) and the
+// double-free check, which compares the lower half
 // of the block's second word with its mark's: one compare finds both marks, wherever a
 // block freed already waits, free_block_marks.hpp). The check rejects, before a
 // cache could hand it out to a second owner, a block start past its span's carved end above all.
 //
-// A malloc(64)/free pair in a loop measures 73 instructions under callgrind, the loop's own
-// included: scripts/fastpath-instructions.sh, which a test holds to this figure.
+// A malloc(64)/free pair in a loop measures 80 instructions under callgrind, the loop's own
+// included: scripts/fastpath-instructions.sh, which a test holds to this figure. About 2 of
+// them are the decay steps that a single-threaded program's own calls run (decay.hpp), one every
+// 333 ms of a clock that callgrind slows some fifty times: at full speed, a step per 60 M pairs.
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
     pool_deallocate(p, handed_out_class_or_report(p, "free"));

@@ -19,8 +19,8 @@
 // look at every call, while memory waits to go back (a step gave back a MiB or more, or the
 // thread's frees gave the central lists that much more than its refills took since its last look).
 // So a single-threaded program whose traffic never leaves the fast path, or that makes one call a
-// second, runs the steps that a peak calls for, and a busy one looks at the clock once in a
-// thousand calls. The thread that finds a step due runs it.
+// second, runs the steps that a peak calls for, and a busy one looks at the clock once in
+// 4096 calls. The thread that finds a step due runs it.
 // Period: POOLALLOC_DECAY_MS, 1000 by default; 0 runs a step at every look at the clock, with no
 // decay thread.
 #pragma once
@@ -33,7 +33,7 @@ namespace poolalloc::internal {
 inline constexpr std::uint64_t kStepsPerPeriod = 3;
 
 // Calls of a thread between two looks at the clock while the pools are settled.
-inline constexpr std::uint32_t kCallsPerClockCheck = 1024;
+inline constexpr std::uint32_t kCallsPerClockCheck = 4096;
 
 // Memory that makes every call look at the clock until the steps have given it back: what
 // a step gave back, or what a thread's frees gave the central lists past its refills.
