@@ -13,9 +13,9 @@
 //   waits, as a game's audio thread would) lives from before the burst to the end: the program
 //   runs threads, as most programs that allocate much do.
 // --pattern=pool: --workers threads, each runs one job in turn (about 800 KiB of blocks of 16 B
-//   to 8 KiB allocated and written, then all freed in random order) and then waits on a
-//   condition variable; the peak is the end of the last job, and the main thread makes no call
-//   afterwards.
+//   to 8 KiB allocated and written, then all freed in random order; with --job=small, 50 blocks
+//   of 16 B to 4 KiB) and then waits on a condition variable; the peak is the end of the last
+//   job, and the main thread makes no call afterwards.
 // Not part of the timed suite: its output depends on the allocator.
 #include <fcntl.h>
 #include <pthread.h>
@@ -86,6 +86,7 @@ struct Pool {
   long finished = 0;  // jobs done
 };
 Pool g_pool;
+bool g_small_jobs = false;  // --job=small
 
 struct Worker {
   pthread_t thread;
@@ -96,9 +97,11 @@ void run_job(long index) {
   wl::Rng rng(static_cast<std::uint64_t>(index) + 1);
   constexpr std::size_t kMost = 4096;
   void** blocks = map_pointers(kMost);
+  const std::size_t most_blocks = g_small_jobs ? 50 : kMost;
+  const unsigned doublings = g_small_jobs ? 8 : 9;  // 16 B .. 4 KiB or 8 KiB
   std::size_t count = 0;
-  for (std::size_t bytes = 0; bytes < 800 * 1024 && count < kMost;) {
-    const unsigned doubling = 4 + static_cast<unsigned>(rng.below(9));  // 16 B .. 8 KiB
+  for (std::size_t bytes = 0; bytes < 800 * 1024 && count < most_blocks;) {
+    const unsigned doubling = 4 + static_cast<unsigned>(rng.below(doublings));
     const std::size_t size =
         (std::size_t{1} << doubling) + rng.below((std::size_t{1} << doubling) + 1);
     blocks[count] = std::malloc(size);
@@ -201,6 +204,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--pattern=", 10) == 0) pattern = argv[i] + 10;
     if (std::strncmp(argv[i], "--after=", 8) == 0) after = argv[i] + 8;
+    if (std::strcmp(argv[i], "--job=small") == 0) g_small_jobs = true;
   }
   if (pattern == "burst" && args.get("threads", 1, 1, 1) == 2) {
     pthread_t companion;
