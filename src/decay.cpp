@@ -2,7 +2,6 @@
 
 #include "central_lists.hpp"
 #include "decay_requests.hpp"
-#include "decay_thread.hpp"
 #include "large_blocks.hpp"
 #include "options.hpp"
 #include "os.hpp"
@@ -40,7 +39,6 @@ bool step_if_due() {
   const std::size_t after = held_bytes();
   g_steps_give_back.store(before >= after + kUnsettledBytes, std::memory_order_relaxed);
   g_steps.fetch_add(1, std::memory_order_relaxed);
-  decay_thread_count_step();
   return now >= due + step_interval_ms();
 }
 

@@ -23,14 +23,14 @@ namespace {
 // touch cost nothing. Large enough for glibc, which takes a program's static TLS out of it.
 constexpr std::size_t kStackBytes = std::size_t{256} << 10;
 
-// Steps that the slow paths run before the next attempt to create the thread, after `failures`
-// failed: a period's worth after the first, doubling up to 64 periods'.
+// Periods to wait before the next attempt to create the thread, after `failures` failed: one
+// after the first, doubling up to 64.
 constexpr std::uint32_t kMaxBackoffDoublings = 6;
 
 constinit std::atomic<bool> g_no_more_threads{false};  // exit has begun
 constinit std::atomic<bool> g_forking{false};
 constinit std::atomic<std::uint32_t> g_failures{0};
-constinit std::atomic<std::uint32_t> g_steps_before_retry{0};
+constinit std::atomic<std::uint64_t> g_retry_at_ms{0};  // os_clock_ms() of the next attempt
 // When a slow path may next look at the process's threads (os_clock_ms), and the kernel thread id
 // of the decay thread that left last (kExited).
 constinit std::atomic<std::uint64_t> g_next_look_ms{0};
@@ -146,8 +146,9 @@ void start() {
   g_decay_thread_state.store(kRunning, std::memory_order_relaxed);
   if (!create_thread()) {
     const std::uint32_t failures = g_failures.fetch_add(1, std::memory_order_relaxed);
-    g_steps_before_retry.store(kStepsPerPeriod << std::min(failures, kMaxBackoffDoublings),
-                               std::memory_order_relaxed);
+    g_retry_at_ms.store(
+        os_clock_ms() + (g_options.decay_ms << std::min(failures, kMaxBackoffDoublings)),
+        std::memory_order_relaxed);
     g_decay_thread_state.store(kFailed, std::memory_order_relaxed);
   }
   errno = saved_errno;
@@ -192,18 +193,15 @@ void start_if_needed() {
 }  // namespace
 
 void on_malloc_slow_path() {
-  const int state = g_decay_thread_state.load(std::memory_order_relaxed);
+  int state = g_decay_thread_state.load(std::memory_order_relaxed);
+  // After a failed creation, the back-off over: try again.
+  if (state == kFailed && os_clock_ms() >= g_retry_at_ms.load(std::memory_order_relaxed) &&
+      g_decay_thread_state.compare_exchange_strong(state, kNotStarted, std::memory_order_relaxed))
+    state = kNotStarted;
   if (state == kNotStarted || state == kExited) [[unlikely]]
     start_if_needed();
   else
     note_decay_work();
-}
-
-void decay_thread_count_step() {
-  if (g_decay_thread_state.load(std::memory_order_relaxed) != kFailed) return;
-  if (g_steps_before_retry.fetch_sub(1, std::memory_order_relaxed) != 1) return;
-  int failed = kFailed;
-  g_decay_thread_state.compare_exchange_strong(failed, kNotStarted, std::memory_order_relaxed);
 }
 
 void stop_creating_decay_thread() {

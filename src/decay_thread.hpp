@@ -26,17 +26,14 @@
 //   step could give back: each notes it and wakes the thread if it sleeps (decay_requests.hpp);
 // - while it exists, slow paths run no step themselves (they keep emptying their own cache when
 //   the flush epoch moved);
-// - where it cannot be created (EAGAIN, a seccomp filter), the slow paths run the steps, and a
-//   new attempt is made after a back-off of 1, 2, 4 ... 64 periods' worth of steps.
+// - where it cannot be created (EAGAIN, a seccomp filter), the program's calls run the steps,
+//   and a new attempt is made after a back-off of 1, 2, 4 ... 64 periods.
 // Not created once the process has begun to exit, nor between fork()'s prepare and parent or
 // child handlers; a child of fork() has no decay thread and starts its own on demand.
 // POOLALLOC_DECAY_THREAD=0, or POOLALLOC_DECAY_MS=0, keeps it from being created.
 #pragma once
 
 namespace poolalloc::internal {
-
-// A slow path ran a step: counts down the back-off after a failed creation.
-void decay_thread_count_step();
 
 // The library's destructor: no thread is created from now on.
 void stop_creating_decay_thread();
