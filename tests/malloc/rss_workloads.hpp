@@ -100,10 +100,10 @@ class ThreadOfItsOwn {
   bool ready_ = false, finish_ = false;
 };
 
-// Waits up to 10 s for the decay thread, which a malloc's slow path starts in a program that runs
-// threads of its own; true once it exists.
-inline bool decay_thread_started() {
-  for (int i = 0; i < 2000 && !decay_thread_exists(); ++i) {
+// Waits up to `ms` milliseconds for the decay thread, which a malloc's slow path starts in a
+// program that runs threads of its own; true once it exists.
+inline bool decay_thread_started(int ms = 10000) {
+  for (int i = 0; i < ms / 5 && !decay_thread_exists(); ++i) {
     free(malloc(32768));  // a slow path: a bin of 32 KiB blocks holds few
     const timespec pause{0, 5000000};
     nanosleep(&pause, nullptr);
