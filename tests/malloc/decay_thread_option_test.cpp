@@ -36,15 +36,20 @@ Samples run_burst_then_no_call(const std::string& environment, const std::string
   return samples;
 }
 
+// Both runs succeeded; prints them.
+void expect_ran(const char* first_name, const Samples& first, const char* second_name,
+                const Samples& second) {
+  ASSERT_GT(first.peak, 0) << "the helper failed";
+  ASSERT_GT(second.peak, 0) << "the helper failed";
+  std::printf("RSS in MiB after 64 MiB freed, then two periods later: %s %.1f %.1f, %s %.1f %.1f\n",
+              first_name, first.peak, first.two_periods, second_name, second.peak,
+              second.two_periods);
+}
+
 TEST(DecayThreadOption, OffLeavesTheMemoryOfAProgramThatRunsThreadsAndMakesNoCall) {
   const Samples off = run_burst_then_no_call("POOLALLOC_DECAY_THREAD=0", POOLALLOC_LIBRARY, 2);
   const Samples on = run_burst_then_no_call("", POOLALLOC_LIBRARY, 2);
-  ASSERT_GT(off.peak, 0) << "the helper failed";
-  ASSERT_GT(on.peak, 0) << "the helper failed";
-  std::printf(
-      "RSS in MiB after 64 MiB freed, then two periods later: thread off %.1f %.1f, "
-      "at the default %.1f %.1f\n",
-      off.peak, off.two_periods, on.peak, on.two_periods);
+  expect_ran("thread off", off, "at the default", on);
   EXPECT_GT(off.two_periods, off.peak * 0.9);
   EXPECT_LT(on.two_periods, on.peak * 0.25);
 }
@@ -52,12 +57,7 @@ TEST(DecayThreadOption, OffLeavesTheMemoryOfAProgramThatRunsThreadsAndMakesNoCal
 TEST(NoCallAfterAPeak, ASingleThreadedProgramKeepsNoMoreThanOnGlibc) {
   const Samples glibc = run_burst_then_no_call("", "", 1);
   const Samples pools = run_burst_then_no_call("", POOLALLOC_LIBRARY, 1);
-  ASSERT_GT(glibc.peak, 0) << "the helper failed";
-  ASSERT_GT(pools.peak, 0) << "the helper failed";
-  std::printf(
-      "RSS in MiB after 64 MiB freed, then two periods later: glibc %.1f %.1f, "
-      "poolalloc %.1f %.1f\n",
-      glibc.peak, glibc.two_periods, pools.peak, pools.two_periods);
+  expect_ran("glibc", glibc, "poolalloc", pools);
   EXPECT_LE(pools.two_periods, glibc.two_periods);
 }
 

@@ -44,30 +44,30 @@ void start_decay_thread(size_t largest = 4 * kMiB) {
   ASSERT_TRUE(decay_thread_started());
 }
 
-// The statistics table's count of requests served from the cache.
-uint64_t requests_served_from_the_cache() {
-  const int fd = memfd_create("stats", MFD_CLOEXEC);
-  poolalloc_print_stats(fd);
-  char text[16384] = {};
-  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
-  close(fd);
-  if (n <= 0) return UINT64_MAX;
-  const char* line = std::strstr(text, "large blocks kept for reuse: ");
-  const char* count = line == nullptr ? nullptr : std::strstr(line, " blocks; ");
-  return count == nullptr ? UINT64_MAX : std::strtoull(count + 9, nullptr, 10);
+// A figure of the statistics table's line on the cache ("large blocks kept for reuse: ... (N
+// blocks; M requests served from them)"), the number after `marker`; UINT64_MAX if not found.
+uint64_t cache_figure(const char* table, const char* marker) {
+  const char* line = std::strstr(table, "large blocks kept for reuse: ");
+  const char* figure = line == nullptr ? nullptr : std::strstr(line, marker);
+  return figure == nullptr ? UINT64_MAX : std::strtoull(figure + std::strlen(marker), nullptr, 10);
 }
 
-// The statistics table's count of blocks that wait in the cache.
-uint64_t blocks_in_the_cache() {
+// The same, of the table as poolalloc_print_stats writes it now.
+uint64_t cache_figure(const char* marker) {
   const int fd = memfd_create("stats", MFD_CLOEXEC);
   poolalloc_print_stats(fd);
   char text[16384] = {};
   const ssize_t n = pread(fd, text, sizeof text - 1, 0);
   close(fd);
-  if (n <= 0) return UINT64_MAX;
-  const char* line = std::strstr(text, "large blocks kept for reuse: ");
-  const char* count = line == nullptr ? nullptr : std::strchr(line, '(');
-  return count == nullptr ? UINT64_MAX : std::strtoull(count + 1, nullptr, 10);
+  return n <= 0 ? UINT64_MAX : cache_figure(text, marker);
+}
+
+uint64_t requests_served_from_the_cache() {
+  return cache_figure(" blocks; ");
+}
+
+uint64_t blocks_in_the_cache() {
+  return cache_figure("(");
 }
 
 // The usable size of a block of 1 MiB, as glibc's heap hands it out (the class bound is 1 MiB).
@@ -283,22 +283,6 @@ TEST_F(LargeBlockCacheDeathTest, AChildOfForkReportsAFreeOfABlockCachedInItsPare
       "pools\n");
 }
 
-// The number of blocks that wait in the cache, by the line of a statistics table.
-uint64_t blocks_kept(const char* table) {
-  const char* line = std::strstr(table, "large blocks kept for reuse: ");
-  const char* count = line == nullptr ? nullptr : std::strchr(line, '(');
-  return count == nullptr ? UINT64_MAX : std::strtoull(count + 1, nullptr, 10);
-}
-
-uint64_t blocks_kept() {
-  const int fd = memfd_create("stats", MFD_CLOEXEC);
-  poolalloc_print_stats(fd);
-  char text[16384] = {};
-  const ssize_t n = pread(fd, text, sizeof text - 1, 0);
-  close(fd);
-  return n <= 0 ? UINT64_MAX : blocks_kept(text);
-}
-
 // What a function of glibc's reports before a malloc of 64 KiB, while the block is live, and
 // once it is freed into the cache.
 template <class Report>
@@ -326,7 +310,7 @@ AroundAFree<Report> around_a_free(Read report) {
     void* p = malloc(opaque(k64KiB));
     result.live = report();
     free(p);
-    const uint64_t kept = blocks_kept();
+    const uint64_t kept = blocks_in_the_cache();
     result.cached = report();
     poolalloc_get_stats(&pools_after);
     if (kept == 1 && result.cached.kept == 1 && pools_before.bytes_held == pools_after.bytes_held &&
@@ -355,7 +339,7 @@ TEST(LargeBlockCache, ACachedBlockCountsAsFreeInMallinfo2) {
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     const struct mallinfo narrow = mallinfo();
 #pragma GCC diagnostic pop
-    return Mallinfo2{info, narrow.uordblks, narrow.fordblks, blocks_kept()};
+    return Mallinfo2{info, narrow.uordblks, narrow.fordblks, blocks_in_the_cache()};
   });
   const struct mallinfo2 &before = reads.before.info, &live = reads.live.info,
                          &cached = reads.cached.info;
@@ -386,7 +370,7 @@ MallocStats malloc_stats_output() {
   char text[16384] = {};
   const ssize_t n = pread(capture, text, sizeof text - 1, 0);
   close(capture);
-  MallocStats stats{n <= 0 ? UINT64_MAX : blocks_kept(text), UINT_MAX, UINT_MAX};
+  MallocStats stats{n <= 0 ? UINT64_MAX : cache_figure(text, "("), UINT_MAX, UINT_MAX};
   const char* arena = std::strstr(text, "Arena 0:\n");
   const char* total = std::strstr(text, "Total (incl. mmap):\n");
   if (arena != nullptr)
@@ -424,7 +408,7 @@ MallocInfo malloc_info_document(FILE* stream, int fd) {
   fflush(stream);
   char text[1 << 16] = {};
   const ssize_t n = pread(fd, text, sizeof text - 1, 0);
-  MallocInfo info{blocks_kept(), 0, 0, 0, 0, 0, 0};
+  MallocInfo info{blocks_in_the_cache(), 0, 0, 0, 0, 0, 0};
   const char* main_heap = std::strstr(text, "<total type=\"fast\" ");
   const char* totals = nullptr;
   for (const char* at = text; (at = std::strstr(at, "</heap>\n")) != nullptr; ++at) totals = at;
