@@ -2,8 +2,8 @@
 // resident set (MiB) sampled at 0.5, 1, 2, 4 and 8 s after the peak, printed on one line after
 // the resident set at the peak (scripts/rss-over-time.sh; tests/malloc/thread_pool_rss_test).
 //
-// --pattern=burst: --mib MiB of 64-byte blocks allocated, written, and freed in random order;
-//   then, until the last sample, --after=
+// --pattern=burst: --mib MiB of blocks of --block bytes (64 by default) allocated, written, and
+//   freed in random order; then, until the last sample, --after=
 //     fast:  1000 blocks of 64 to 127 bytes allocated and freed every 10 ms (a thread cache's
 //            fast path serves them all);
 //     one:   one call a second (a malloc, a second later its free);
@@ -141,12 +141,12 @@ double run_pool(long workers, Worker* pool) {
 
 // --- burst ---
 
-double run_burst(long mib, const std::string& after, void** kept) {
-  const std::size_t count = static_cast<std::size_t>(mib) << 20 >> 6;
+double run_burst(long mib, long block, const std::string& after, void** kept) {
+  const std::size_t count = (static_cast<std::size_t>(mib) << 20) / static_cast<std::size_t>(block);
   void** blocks = map_pointers(count);
   for (std::size_t i = 0; i < 1000; ++i) kept[i] = after == "frees" ? std::malloc(64) : nullptr;
   for (std::size_t i = 0; i < count; ++i) {
-    blocks[i] = std::malloc(64);
+    blocks[i] = std::malloc(static_cast<std::size_t>(block));
     *static_cast<std::size_t*>(blocks[i]) = i;
   }
   wl::Rng rng(4);
@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
     pool = static_cast<Worker*>(static_cast<void*>(map_pointers(workers * 2)));
     peak_at = run_pool(workers, pool);
   } else {
-    peak_at = run_burst(args.get("mib", 16, 256, 256), after, kept);
+    peak_at = run_burst(args.get("mib", 16, 256, 256), args.get("block", 64, 64, 64), after, kept);
   }
   double rss[5] = {};
   const double peak = resident_mib();

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -46,23 +47,6 @@ constexpr size_t kBound = 8 * kMiB;
 void pause_ms(long ms) {
   const timespec pause{ms / 1000, (ms % 1000) * 1000000};
   nanosleep(&pause, nullptr);
-}
-
-// Allocates `bytes` of 64-byte blocks, writes each, and frees them in random order; the array
-// of pointers lives outside the allocator. False if the blocks were not all had.
-bool burst_freed_in_random_order(size_t bytes, uint64_t seed) {
-  const size_t count = bytes / 64;
-  PointerArray blocks(count);
-  if (blocks.data() == nullptr) return false;
-  for (size_t i = 0; i < count; ++i) {
-    blocks[i] = malloc(opaque(size_t{64}));
-    if (blocks[i] == nullptr) return false;
-    static_cast<uintptr_t*>(blocks[i])[0] = i;
-  }
-  std::mt19937_64 rng(seed);
-  for (size_t i = count; i > 1; --i) std::swap(blocks[i - 1], blocks[rng() % i]);
-  for (size_t i = 0; i < count; ++i) free(blocks[i]);
-  return true;
 }
 
 // Runs the burst, then `after_peak` until two periods have passed since the burst was freed;
@@ -115,6 +99,24 @@ TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderOneCallASecond) {
   });
 }
 
+// One allocator call a second, of a block above 32 KiB (an I/O buffer): a malloc, and a second
+// later its free. Such a call is one call a second as much as a small one.
+TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderOneCallASecondOfALargeBlock) {
+  expect_rss_back_within_two_periods("one large call a second", [](Clock::time_point until) {
+    void* block = nullptr;
+    while (Clock::now() < until) {
+      if (block == nullptr) {
+        block = malloc(opaque(size_t{100000}));
+      } else {
+        free(block);
+        block = nullptr;
+      }
+      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::seconds(1)));
+    }
+    free(block);
+  });
+}
+
 // After the peak the program only frees: 1000 blocks it kept, one every 2 ms.
 TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderFreesOnly) {
   void* kept[1000];
@@ -133,6 +135,32 @@ TEST(RssAfterPeak, FallsWithinTwoPeriodsWithNoCallAtAllInAProgramThatRunsThreads
   ASSERT_TRUE(decay_thread_started());
   expect_rss_back_within_two_periods(
       "no call", [](Clock::time_point until) { std::this_thread::sleep_until(until); });
+}
+
+// A program that runs a thread of its own which never allocates (a watchdog, a thread that waits
+// for signals or on a descriptor) runs threads of its own all the same: no call at all after
+// the peak, and its memory comes back within two periods.
+TEST(RssAfterPeak, FallsWithinTwoPeriodsWithNoCallAtAllBesideAThreadThatNeverAllocates) {
+  int wake[2];
+  ASSERT_EQ(pipe(wake), 0);
+  pthread_t waiter;
+  ASSERT_EQ(pthread_create(
+                &waiter, nullptr,
+                [](void* fd) -> void* {
+                  char byte;
+                  while (read(*static_cast<int*>(fd), &byte, 1) < 0) {
+                  }
+                  return nullptr;
+                },
+                &wake[0]),
+            0);
+  expect_rss_back_within_two_periods(
+      "no call, beside a thread that never allocates",
+      [](Clock::time_point until) { std::this_thread::sleep_until(until); });
+  ASSERT_EQ(write(wake[1], "x", 1), 1);
+  pthread_join(waiter, nullptr);
+  close(wake[0]);
+  close(wake[1]);
 }
 
 // Blocks above 32 KiB freed while the decay thread runs wait in the large-block cache: its steps

@@ -17,6 +17,9 @@
 
 #include <atomic>
 #include <random>
+#include <utility>
+
+#include "malloc_test_util.hpp"
 
 namespace malloc_test {
 
@@ -109,6 +112,23 @@ inline bool decay_thread_started(int ms = 10000) {
     nanosleep(&pause, nullptr);
   }
   return decay_thread_exists();
+}
+
+// Allocates `bytes` of 64-byte blocks, writes each, and frees them in random order; the array
+// of pointers lives outside the allocator. False if the blocks were not all had.
+inline bool burst_freed_in_random_order(size_t bytes, uint64_t seed) {
+  const size_t count = bytes / 64;
+  PointerArray blocks(count);
+  if (blocks.data() == nullptr) return false;
+  for (size_t i = 0; i < count; ++i) {
+    blocks[i] = malloc(opaque(size_t{64}));
+    if (blocks[i] == nullptr) return false;
+    static_cast<uintptr_t*>(blocks[i])[0] = i;
+  }
+  std::mt19937_64 rng(seed);
+  for (size_t i = count; i > 1; --i) std::swap(blocks[i - 1], blocks[rng() % i]);
+  for (size_t i = 0; i < count; ++i) free(blocks[i]);
+  return true;
 }
 
 // A size from 16 B to 32 KiB, each doubling equally likely.
