@@ -20,11 +20,15 @@ void* allocate_slow(std::size_t size) {
   if (pooled) {
     if (void* block = refill_and_allocate(class_of(size))) return block;
   }
+  count_call_outside_pools();
   return allocate_large(size);
 }
 
 void* allocate_zeroed(std::size_t size) {
-  if (size > g_pooled_limit) return system_calloc(size);
+  if (size > g_pooled_limit) {
+    count_call_outside_pools();
+    return system_calloc(size);
+  }
   void* block = allocate(size);
   // The whole usable size, as glibc does: README lets programs write malloc_usable_size bytes,
   // and a recycled block's slack would otherwise keep what its last owner wrote there.

@@ -72,6 +72,7 @@ inline void deallocate(void* p) {
     pool_deallocate(p, handed_out_class_or_report(p, "free"));
     return;
   }
+  count_call_outside_pools();
   free_outside_pools(p);  // also nullptr, which it ignores
 }
 

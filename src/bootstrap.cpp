@@ -113,6 +113,7 @@ bool ensure_initialised() {
     choose_free_block_key();  // before the first block is handed out
     const bool ready = place_region(g_options.region_size);
     init_thread_caches();
+    note_startup_cpus();
     init_large_blocks();
     // Unavailable pools leave the limit at 0: every request goes to the system allocator.
     if (ready) g_pooled_limit = g_options.max_pooled;

@@ -294,9 +294,9 @@ void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count) {
 // game's malloc waiting 1.2 ms).
 constexpr std::uint32_t kBlocksPerLockHold = 256;
 
-bool empty_central_stacks() {
+bool empty_central_stacks(std::uint32_t most_blocks) {
   bool emptied = false;
-  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+  for (unsigned cls = 0; cls < kClassCount && most_blocks != 0; ++cls) {
     ClassList& list = g_classes[cls];
     // As many blocks as are stacked at the start: those stacked meanwhile wait for the next step.
     bool first = true;
@@ -305,12 +305,13 @@ bool empty_central_stacks() {
       {
         TryLockGuard guard(list.lock);
         if (!guard.locked()) break;  // held for fork(): nothing to trim now
-        if (first) left = list.stacked;
+        if (first) left = std::min(list.stacked, most_blocks);
         to_release = list.drain_orphans(cls);
         emptied |= list.stacked != 0;
         const std::uint32_t moving = std::min(left, kBlocksPerLockHold);
         list_splice(to_release, list.unstack(cls, moving));
         left -= moving;
+        most_blocks -= moving;
       }
       release_all(to_release);
     }
@@ -358,6 +359,10 @@ void purge_free_blocks() {
       return_blocks_to_spans(cls, blocks, count, /*purged=*/true);
     }
   }
+}
+
+std::size_t central_stacks_bytes() {
+  return g_all_stacks_bytes.load(std::memory_order_relaxed);
 }
 
 ClassCounters class_counters(unsigned cls) {

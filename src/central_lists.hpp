@@ -45,9 +45,13 @@ inline constexpr std::uint32_t kFirstTouchesPerRefill = 1;
 // in a lock-free list of the class, which the next holder of the lock drains into the spans.
 void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count);
 
-// malloc_trim and decay: empty every class's stack into the spans (skipping classes whose lock
-// is held for fork()); true if any held a block.
-bool empty_central_stacks();
+// malloc_trim and decay: empty every class's stack into the spans, at most `most_blocks` blocks
+// in all, the lowest classes first (skipping classes whose lock is held for fork()); true if any
+// held a block.
+bool empty_central_stacks(std::uint32_t most_blocks = UINT32_MAX);
+
+// Bytes of the blocks that wait in the central stacks of all classes.
+std::size_t central_stacks_bytes();
 
 // Puts the blocks back into their spans, past the stack (a thread cache emptied by decay: its
 // next refills should come from few spans, not from the blocks it gave back). `purged`: their

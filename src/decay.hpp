@@ -35,18 +35,15 @@ inline constexpr std::uint64_t kStepsPerPeriod = 3;
 // Calls of a thread between two looks at the clock while the pools are settled.
 inline constexpr std::uint32_t kCallsPerClockCheck = 4096;
 
-// Memory that makes every call look at the clock until the steps have given it back: what
-// a step gave back, or what a thread's frees gave the central lists past its refills.
-inline constexpr std::int64_t kUnsettledBytes = std::int64_t{1} << 20;
-
 // Milliseconds between two steps: the period over kStepsPerPeriod.
 std::uint64_t step_interval_ms();
 
-// One decay step. True when it found memory to give back, now or at a later step (blocks in
-// the central stacks or in thread caches, retained empty spans): the decay thread sleeps after
-// a step that found none. Takes the central, span and registry locks, never two at once, so it
-// holds none across another.
-bool decay_step();
+// One decay step (`a_calls_part`: the part of it that one call of the program runs, decay.cpp).
+// True when it found memory to give back, now or at a later step (blocks in the central stacks
+// or in thread caches, retained empty spans): the decay thread sleeps after a step that found
+// none. Takes the central, span and registry locks, never two at once, so it holds none across
+// another.
+bool decay_step(bool a_calls_part = false);
 
 // What malloc_trim(0) gives back of the pools and the large-block cache (not glibc's own heap):
 // every thread's cached blocks, the central stacks, the pages of free blocks, the retained spans

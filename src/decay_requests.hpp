@@ -77,16 +77,29 @@ inline void request_cache_flush() {
 // How many slow-path entries of one thread pass between two looks at the clock.
 inline constexpr std::uint32_t kSlowPathsPerClockCheck = 16;
 
+// A thread's frees are a mass free when they have given the central lists kUnsettledBytes more
+// than its refills took back, since the last step, for kMassFreeMs or more: a burst of frees that
+// leaves memory to give back, not the free half of a cycle that allocates it again at once (a
+// sweep of 1,000 blocks of 4 KiB). What a step gave back counts too (decay.hpp).
+inline constexpr std::int64_t kUnsettledBytes = std::int64_t{1} << 20;
+inline constexpr std::uint64_t kMassFreeMs = 8;  // two ticks of the coarse clock
+
 // What a thread's looks at the clock carry from one to the next: the bytes its frees gave the
-// central lists less those its refills took since the last decay step it saw (never below 0:
-// what a burst of frees gives back counts from the lowest point before it), and that step.
+// central lists less those its refills took back and the steps gave back to the OS (never below
+// 0: what a burst of frees gives back counts from the lowest point before it; 0 once a step finds
+// little to give back while the thread's frees have stopped), that figure at the last step it
+// saw and that step, when it passed kUnsettledBytes (0 while below), and whether that makes a
+// mass free.
 // `quiet_step`: the look ran a step two step intervals or more after the previous one was due.
 // The program went quiet (one call a second, say) and may make no call before the next step
 // would be due, so the thread empties its whole cache into the spans and gives back the retained
 // spans, those it emptied included, where the decay thread would have taken them a step later.
 struct ClockLook {
   std::int64_t freed_bytes = 0;
+  std::int64_t freed_at_step = 0;
+  std::uint64_t freed_past_unsettled_ms = 0;
   std::uint32_t steps_seen = 0;
+  bool mass_free = false;
   bool quiet_step = false;
 };
 

@@ -7,14 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "central_lists.hpp"
 #include "decay.hpp"
 #include "decay_requests.hpp"
 #include "options.hpp"
 #include "os.hpp"
-#include "thread_cache.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -31,9 +29,11 @@ constinit std::atomic<bool> g_no_more_threads{false};  // exit has begun
 constinit std::atomic<bool> g_forking{false};
 constinit std::atomic<std::uint32_t> g_failures{0};
 constinit std::atomic<std::uint64_t> g_retry_at_ms{0};  // os_clock_ms() of the next attempt
-// When a slow path may next look at the process's threads (os_clock_ms), and the kernel thread id
-// of the decay thread that left last (kExited).
+// When a slow path may next count the process's threads (os_clock_ms), how long it waits after a
+// count that found the main thread alone (program_runs_threads), and the kernel thread id of the
+// decay thread that left last (kExited).
 constinit std::atomic<std::uint64_t> g_next_look_ms{0};
+constinit std::atomic<std::uint64_t> g_next_look_wait_ms{4};  // a coarse clock's tick
 constinit std::atomic<int> g_exited_thread_id{0};
 
 // Waits out a step interval; a request to empty the central stacks meanwhile
@@ -99,29 +99,34 @@ bool real_time_policy(int policy) {
   return policy == SCHED_FIFO || policy == SCHED_RR || policy == kSchedDeadline;
 }
 
-// The thread runs at SCHED_OTHER on every CPU the kernel lets the process use (it intersects the
-// mask with the cpuset), set by glibc before the thread runs: a thread that inherited SCHED_FIFO
-// and the affinity of a game loop pinned to one core would run only when that loop yields.
-bool run_everywhere_at_normal_priority(pthread_attr_t& attributes) {
-  cpu_set_t every;
-  std::memset(&every, 0xff, sizeof every);
+// The CPUs the process could run on when the library started (taskset's, a container's), before
+// the program pinned any thread of its own: the decay thread's.
+constinit cpu_set_t g_startup_cpus{};
+constinit bool g_startup_cpus_known = false;
+
+// How the decay thread is scheduled, set by glibc before the thread runs: at SCHED_OTHER (unless
+// `inherit_policy`) on the process's start-up CPUs. A thread that took SCHED_FIFO and the
+// affinity of a game loop pinned to one core would run only when that loop yields.
+bool schedule_beside_the_program(pthread_attr_t& attributes, bool inherit_policy) {
   sched_param normal{};
   normal.sched_priority = 0;
-  return pthread_attr_setinheritsched(&attributes, PTHREAD_EXPLICIT_SCHED) == 0 &&
-         pthread_attr_setschedpolicy(&attributes, SCHED_OTHER) == 0 &&
-         pthread_attr_setschedparam(&attributes, &normal) == 0 &&
-         pthread_attr_setaffinity_np(&attributes, sizeof every, &every) == 0;
+  const bool policy_set =
+      inherit_policy || (pthread_attr_setinheritsched(&attributes, PTHREAD_EXPLICIT_SCHED) == 0 &&
+                         pthread_attr_setschedpolicy(&attributes, SCHED_OTHER) == 0 &&
+                         pthread_attr_setschedparam(&attributes, &normal) == 0);
+  return policy_set &&
+         (!g_startup_cpus_known ||
+          pthread_attr_setaffinity_np(&attributes, sizeof g_startup_cpus, &g_startup_cpus) == 0);
 }
 
-bool try_to_create(bool at_normal_priority_everywhere) {
+bool try_to_create(bool inherit_policy) {
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setstacksize(&attributes, kStackBytes);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
   pthread_t thread;
-  const bool created =
-      (!at_normal_priority_everywhere || run_everywhere_at_normal_priority(attributes)) &&
-      pthread_create(&thread, &attributes, run_decay_thread, nullptr) == 0;
+  const bool created = schedule_beside_the_program(attributes, inherit_policy) &&
+                       pthread_create(&thread, &attributes, run_decay_thread, nullptr) == 0;
   pthread_attr_destroy(&attributes);
   return created;
 }
@@ -135,13 +140,12 @@ bool create_thread() {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   const bool created =
-      try_to_create(true) || (!real_time_policy(sched_getscheduler(0)) && try_to_create(false));
+      try_to_create(false) || (!real_time_policy(sched_getscheduler(0)) && try_to_create(true));
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return created;
 }
 
 void start() {
-  const int saved_errno = errno;
   // kRunning before the thread exists: once it runs, it alone may move the state to kSleeping.
   g_decay_thread_state.store(kRunning, std::memory_order_relaxed);
   if (!create_thread()) {
@@ -151,26 +155,30 @@ void start() {
         std::memory_order_relaxed);
     g_decay_thread_state.store(kFailed, std::memory_order_relaxed);
   }
-  errno = saved_errno;
 }
 
-// Whether the program runs threads of its own: glibc has seen a thread created, another thread
-// has a cache, and the kernel counts more than one thread (or cannot count them). The count, a
-// system call, is made no more than once a step interval.
-bool time_to_count_threads() {
+// Whether the program runs threads of its own: glibc has seen a thread created, and the kernel
+// counts more than one thread (or cannot count them). glibc says so as pthread_create begins,
+// whose own mallocs may come here before the thread exists; and a program whose threads have
+// all ended stays so for glibc. So a count that finds the main thread alone is made again after
+// a wait that doubles from a clock tick up to a step interval: a stat now and then, where one
+// per slow path would cost every call.
+bool program_runs_threads() {
+  if (__libc_single_threaded) return false;
   const std::uint64_t now = os_clock_ms();
   std::uint64_t next = g_next_look_ms.load(std::memory_order_relaxed);
-  return now >= next && g_next_look_ms.compare_exchange_strong(next, now + step_interval_ms(),
-                                                               std::memory_order_relaxed);
-}
-
-bool program_runs_threads() {
-  if (__libc_single_threaded || live_thread_caches() < 2 || !time_to_count_threads()) return false;
+  const std::uint64_t wait = g_next_look_wait_ms.load(std::memory_order_relaxed);
+  if (now < next ||
+      !g_next_look_ms.compare_exchange_strong(next, now + wait, std::memory_order_relaxed))
+    return false;
   const int threads = os_thread_count();
-  return threads == 0 || threads >= 2;
+  if (threads == 1)
+    g_next_look_wait_ms.store(std::min(wait * 2, std::max<std::uint64_t>(1, step_interval_ms())),
+                              std::memory_order_relaxed);
+  return threads != 1;
 }
 
-void start_if_needed() {
+void start_unless_running() {
   if (!g_options.decay_thread || g_options.decay_ms == 0 ||
       g_no_more_threads.load(std::memory_order_relaxed) ||
       g_forking.load(std::memory_order_relaxed) || !program_runs_threads())
@@ -190,6 +198,13 @@ void start_if_needed() {
     start();
 }
 
+// Leaves errno as it was: the system calls it makes (stat, tgkill, clone) may set it.
+void start_if_needed() {
+  const int saved_errno = errno;
+  start_unless_running();
+  errno = saved_errno;
+}
+
 }  // namespace
 
 void on_malloc_slow_path() {
@@ -202,6 +217,10 @@ void on_malloc_slow_path() {
     start_if_needed();
   else
     note_decay_work();
+}
+
+void note_startup_cpus() {
+  g_startup_cpus_known = sched_getaffinity(0, sizeof g_startup_cpus, &g_startup_cpus) == 0;
 }
 
 void stop_creating_decay_thread() {

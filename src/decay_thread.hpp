@@ -15,10 +15,11 @@
 //   each step and each wake), after giving back what malloc_trim(0) would, so that the thread
 //   left behind starts from its live set; the next slow path that finds threads again starts a
 //   new one;
-// - it runs at SCHED_OTHER on every CPU of the process's cpuset, whatever the policy and the
-//   affinity of the thread that started it (a game loop pinned to a core at SCHED_FIFO would
-//   otherwise never let it run), with every signal blocked, and it takes no lock that a program's
-//   call waits on longer than one of its bounded holds (central_lists.cpp);
+// - it runs at SCHED_OTHER on the CPUs the process could use when the library started (taskset's
+//   choice holds), whatever the policy and the affinity of the thread that started it (a game
+//   loop pinned to a core at SCHED_FIFO would otherwise never let it run), with every signal
+//   blocked, and it takes no lock that a program's call waits on longer than one of its bounded
+//   holds (central_lists.cpp);
 // - it runs a step every third of POOLALLOC_DECAY_MS while the steps find memory to give back,
 //   and sleeps on a futex after a step that found none, for one period at most (frees that stay
 //   within the threads' caches wake nobody, and an idle owner's cache must still go back);
@@ -34,6 +35,9 @@
 #pragma once
 
 namespace poolalloc::internal {
+
+// At initialisation, before the program pins any thread: the CPUs the decay thread will run on.
+void note_startup_cpus();
 
 // The library's destructor: no thread is created from now on.
 void stop_creating_decay_thread();

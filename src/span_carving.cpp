@@ -49,6 +49,9 @@ Span* g_retained = nullptr;
 std::size_t g_retained_count = 0;
 // The fewest retained spans since the last decay step: that many went unused for a period.
 std::size_t g_retained_low_water = 0;
+// Of the retained spans, how many the last decay call found unused but kept (its `most_spans`):
+// they go back at the next calls of hand_back_unused_spans.
+std::size_t g_unused_kept = 0;
 std::atomic<std::size_t> g_carved_spans{0};
 // Empty spans released while the carving lock was held for fork(), linked through Span::next:
 // pushed without the lock, filed by the next holder (retained, or handed back to the OS).
@@ -118,6 +121,7 @@ Span* carve_span(unsigned cls) {
       span = list_pop(g_retained);
       --g_retained_count;
       g_retained_low_water = std::min(g_retained_low_water, g_retained_count);
+      g_unused_kept = std::min(g_unused_kept, g_retained_count);
     } else if (to_hand_back != nullptr) {
       span = list_pop(to_hand_back);  // released, not yet handed back: carve it again as it is
     } else if (g_unused != nullptr) {
@@ -205,6 +209,7 @@ std::size_t release_retained_spans() {
     list_splice(retained, std::exchange(g_retained, nullptr));
     g_retained_count = 0;
     g_retained_low_water = 0;
+    g_unused_kept = 0;
     g_retained_budget = kMinRetainedSpans;
   }
   std::size_t count = 0;
@@ -220,23 +225,50 @@ void release_block_pages(std::byte* block, std::size_t size) {
   if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
 }
 
-bool decay_retained_spans() {
+namespace {
+
+// Under the carving lock: takes `count` retained spans off the list, for hand_back_all_to_os.
+Span* take_retained(std::size_t count) {
+  Span* taken = nullptr;
+  for (; count != 0; --count) {
+    list_push(taken, *list_pop(g_retained));
+    --g_retained_count;
+  }
+  return taken;
+}
+
+}  // namespace
+
+bool decay_retained_spans(std::size_t most_spans) {
   Span* unused = nullptr;
   bool left = false;
   {
     TryLockGuard guard(g_carving_lock);
     if (!guard.locked()) return true;  // held for fork(): nothing decays now, maybe later
     // The spans are alike (empty, committed): which ones go back does not matter, how many does.
-    for (std::size_t n = std::min(g_retained_low_water, g_retained_count); n != 0; --n) {
-      list_push(unused, *list_pop(g_retained));
-      --g_retained_count;
-    }
+    const std::size_t unused_count = std::min(g_retained_low_water, g_retained_count);
+    const std::size_t going = std::min(unused_count, most_spans);
+    unused = take_retained(going);
+    g_unused_kept = unused_count - going;
     g_retained_low_water = g_retained_count;
     left = g_retained_count != 0;
   }
   const bool handed_back = unused != nullptr;
   hand_back_all_to_os(unused);
   return handed_back || left;
+}
+
+void hand_back_unused_spans(std::size_t most_spans) {
+  Span* unused = nullptr;
+  {
+    TryLockGuard guard(g_carving_lock);
+    if (!guard.locked() || g_unused_kept == 0) return;
+    const std::size_t going = std::min({g_unused_kept, g_retained_count, most_spans});
+    unused = take_retained(going);
+    g_unused_kept -= going;
+    g_retained_low_water = std::min(g_retained_low_water, g_retained_count);
+  }
+  hand_back_all_to_os(unused);
 }
 
 std::size_t carved_bytes() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "pool_region.hpp"
 
@@ -25,8 +26,13 @@ std::size_t release_retained_spans();
 void release_block_pages(std::byte* block, std::size_t size);
 
 // Decay (decay.hpp): the retained spans that no carve took since the last call (the low-water
-// mark of their count) go back to the OS. True if any went back or are left.
-bool decay_retained_spans();
+// mark of their count) go back to the OS, at most `most_spans` of them. True if any went back or
+// are left.
+bool decay_retained_spans(std::size_t most_spans = SIZE_MAX);
+
+// Decay, between its calls: at most `most_spans` of the spans that the last call of
+// decay_retained_spans found unused but kept go back.
+void hand_back_unused_spans(std::size_t most_spans);
 
 // Bytes of spans carved and not released: what the pools hold.
 std::size_t carved_bytes();

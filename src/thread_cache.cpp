@@ -352,6 +352,15 @@ void flush_and_deallocate(unsigned cls, void* block) {
     OwnerGuard owner(*cache);
     CacheBin& bin = CacheBins::of(*cache, cls);
     housekeeping(*cache, cls, bin.top_slot() != bin.end);
+    // A mass free with no decay thread, each free of which looks at the clock (decay.hpp): the
+    // bin goes back into the spans whenever it holds what it held at first, so that the spans
+    // the frees empty go back now, and a program that makes no call afterwards keeps few cached
+    // blocks that pin spans.
+    if (cache->clock_look.mass_free && !decay_runs_in_background() &&
+        bin.count() >= initial_limit(cls)) {
+      cache->clock_look.freed_bytes += std::int64_t{bin.count()} * class_size(cls);
+      empty_bin_into_spans(cls, bin);
+    }
     if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
       grow(cls, bin);
     } else if (bin.top_slot() == bin.end) {
@@ -366,6 +375,17 @@ void flush_and_deallocate(unsigned cls, void* block) {
     bin.set_count(bin.count() + 1);
   }
   note_decay_work();
+  errno = saved_errno;
+}
+
+void count_call_outside_pools() {
+  ThreadCache* const cache = t_cache;
+  if (cache == &g_empty_cache || --CacheBins::calls_before_clock(*cache) != 0) return;
+  const int saved_errno = errno;
+  {
+    OwnerGuard owner(*cache);
+    housekeeping(*cache, 0, true);
+  }
   errno = saved_errno;
 }
 

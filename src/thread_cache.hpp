@@ -218,6 +218,11 @@ void* refill_and_allocate(unsigned cls);
 // span_carving.cpp); without it, a madvise per span that empties past the retained budget.
 void flush_and_deallocate(unsigned cls, void* block);
 
+// A malloc or free that the pools do not serve (a block above them, glibc's) counts down to the
+// thread's next look at the clock as the fast paths do, so that a program whose calls are all
+// large runs the decay steps too.
+void count_call_outside_pools();
+
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();
 
