@@ -76,6 +76,12 @@ std::uint32_t look_at_clock(ClockLook& look) {
   return unsettled ? 1 : kCallsPerClockCheck;
 }
 
+void empty_requested_stacks() {
+  if (g_stack_drain_requested.exchange(0, std::memory_order_relaxed) == 0) return;
+  empty_central_stacks();
+  request_cache_flush();  // and the thread's bins, from this slow path on, as the thread asks
+}
+
 bool release_unused_memory() {
   // Other threads' caches: all but a block per bin now, and the rest by their owners at their
   // next slow path.
