@@ -104,10 +104,11 @@ struct alignas(64) ClassList {
 
   // A span to take blocks from: a partial one, else a newly carved one. When no empty span is
   // retained (the new one's pages will be faulted in) while the central stacks hold more than
-  // kDrainStacksBytes, the decay thread is asked to empty them: after a mass free in a random
-  // order, the blocks left in a stack keep every span of their class from emptying, and a level
-  // of other sizes loaded next would fault in spans of its own (96 MiB of 64-byte objects freed,
-  // then 96 MiB of 96-byte ones allocated: 24,595 faults, RSS doubled).
+  // kDrainStacksBytes, the decay thread (without it, the program's next slow path) is asked to
+  // empty them: after a mass free in a random order, the blocks left in a stack keep every span
+  // of their class from emptying, and a level of other sizes loaded next would fault in spans of
+  // its own (96 MiB of 64-byte objects freed, then 96 MiB of 96-byte ones allocated: 24,595
+  // faults, RSS doubled).
   Span* span_with_free_blocks(unsigned cls) {
     if (partial != nullptr) return partial;
     if (g_all_stacks_bytes.load(std::memory_order_relaxed) > kDrainStacksBytes &&

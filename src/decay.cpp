@@ -132,6 +132,13 @@ std::uint32_t look_at_clock(ClockLook& look) {
       std::clamp<std::uint64_t>(seconds_to_spare, 1, kCallsPerClockCheck));
 }
 
+// A call's part, as of a step: the class that asks again at its next new span gets the next.
+void empty_requested_stacks() {
+  if (g_stack_drain_requested.exchange(0, std::memory_order_relaxed) == 0) return;
+  empty_central_stacks(kStackedBlocksPerCall);
+  request_cache_flush();  // and the thread's bins, from this slow path on, as the thread asks
+}
+
 bool release_unused_memory() {
   // Other threads' caches: all but a block per bin now, and the rest by their owners at their
   // next slow path.

@@ -192,16 +192,18 @@ void empty_next_bins_into_spans(ThreadCache& cache) {
 }
 
 // Every slow path of a thread with a cache starts here: a look at the clock every few slow paths,
-// or when the fast path counted its calls down, and the flushes that decay or malloc_trim asked
-// for. A relaxed load and a few compares otherwise. `for_the_clock`: the fast path could have
-// served the call, and came here only for the look; the class's bin is then not emptied (that
-// and the refill that follows would make one malloc fault in the pages of both).
+// or when the fast path counted its calls down, the emptying of the central stacks that a class
+// asked for where no decay thread runs, and the flushes that decay or malloc_trim asked for. A
+// relaxed load and a few compares otherwise. `for_the_clock`: the fast path could have served the
+// call, and came here only for the look; the class's bin is then not emptied (that and the refill
+// that follows would make one malloc fault in the pages of both).
 void housekeeping(ThreadCache& cache, unsigned cls, bool for_the_clock) {
   std::uint32_t& calls_before_clock = CacheBins::calls_before_clock(cache);
   if (--cache.clock_countdown == 0 || calls_before_clock == 0) [[unlikely]] {
     cache.clock_countdown = kSlowPathsPerClockCheck;
     calls_before_clock = look_at_clock(cache.clock_look);
   }
+  serve_stack_drain_request();
   const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
   if (cache.flush_epoch.load(std::memory_order_relaxed) != epoch) [[unlikely]] {
     cache.flush_epoch.store(epoch, std::memory_order_relaxed);
