@@ -24,6 +24,11 @@ void* allocate_slow(std::size_t size) {
   return allocate_large(size);
 }
 
+void free_unpooled(void* p) {
+  count_call_outside_pools();
+  free_outside_pools(p);
+}
+
 void* allocate_zeroed(std::size_t size) {
   if (size > g_pooled_limit) {
     count_call_outside_pools();

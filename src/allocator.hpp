@@ -20,6 +20,10 @@ namespace poolalloc::internal {
 // tail call, so that the fast path saves no register.
 void* allocate_slow(std::size_t size);
 
+// free of a pointer outside the pool region (nullptr included): counted down to the thread's
+// look at the clock, then the large-block cache or glibc. Out of line, for the same reason.
+void free_unpooled(void* p);
+
 // malloc's fast path: a table lookup, a handful of loads and stores to thread-local memory, no
 // lock and no atomic read-modify-write. As exported (g++ 12 -O3, x86-64; objdump of
 // libpoolalloc.so) it is 25 instructions before its ret: size check 2, class lookup 4, bin
@@ -63,17 +67,16 @@ inline unsigned handed_out_class_or_report(const void* p, const char* operation)
 // block freed already waits, free_block_marks.hpp). The check rejects, before a
 // cache could hand it out to a second owner, a block start past its span's carved end above all.
 //
-// A malloc(64)/free pair in a loop measures 80 instructions under callgrind, the loop's own
-// included: scripts/fastpath-instructions.sh, which a test holds to this figure. About 2 of
-// them are the decay steps that a single-threaded program's own calls run (decay.hpp), one every
-// 333 ms of a clock that callgrind slows some fifty times: at full speed, a step per 60 M pairs.
+// A malloc(64)/free pair in a loop measures 80 instructions under callgrind (79.1 where it was
+// 73.0 before the countdown), the loop's own and the looks at the clock and decay steps that a
+// single-threaded program's calls run included: scripts/fastpath-instructions.sh, which a test
+// holds to this figure.
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
     pool_deallocate(p, handed_out_class_or_report(p, "free"));
     return;
   }
-  count_call_outside_pools();
-  free_outside_pools(p);  // also nullptr, which it ignores
+  free_unpooled(p);  // also nullptr, which it ignores
 }
 
 void* allocate_zeroed(std::size_t size);
