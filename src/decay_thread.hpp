@@ -7,8 +7,9 @@
 // unshare(CLONE_NEWUSER) or setns() (which the kernel refuses a multithreaded process), or in
 // Python's warning at fork() in a multithreaded process. So:
 // - it is started by a slow path of malloc, and only while glibc says the process is not single-
-//   threaded (__libc_single_threaded, a load), at least two threads have caches, and the kernel
-//   counts two threads or more (os_thread_count, a stat of /proc, at most once a step interval);
+//   threaded (__libc_single_threaded, a load) and the kernel counts two threads or more
+//   (os_thread_count, a stat of /proc, after a count of one not again for 4 ms, doubling up to a
+//   step interval);
 //   not by a slow path of free: glibc frees threads' TLS blocks while it holds the lock of its
 //   stack cache, which pthread_create takes (a thread joining another deadlocked on itself);
 // - it leaves within a period once the program is back to its main thread alone (it looks at
