@@ -107,7 +107,9 @@ class ThreadOfItsOwn {
 // program that runs threads of its own; true once it exists.
 inline bool decay_thread_started(int ms = 10000) {
   for (int i = 0; i < ms / 5 && !decay_thread_exists(); ++i) {
-    free(malloc(32768));  // a slow path: a bin of 32 KiB blocks holds few
+    void* blocks[8];  // more than a bin of 32 KiB blocks holds: slow paths
+    for (void*& block : blocks) block = malloc(32768);
+    for (void* block : blocks) free(block);
     const timespec pause{0, 5000000};
     nanosleep(&pause, nullptr);
   }

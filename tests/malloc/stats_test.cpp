@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
+#include "rss_workloads.hpp"
 #include "poolalloc/poolalloc.h"
 
 namespace malloc_test {
@@ -123,10 +124,11 @@ void known_sequence() {
 }
 
 TEST(StatsPerClass, ExactFiguresAfterAKnownSequence) {
-  // The program's first thread with a cache starts the decay thread, whose creation allocates
-  // (glibc's thread descriptor): a first thread does that, so that the sequence's thread, which
-  // follows before the decay thread leaves again, counts its own requests alone.
-  std::thread([] { free(malloc(opaque<size_t>(32768))); }).join();
+  // A program that runs threads gets the decay thread, whose creation allocates (glibc's thread
+  // descriptor): a thread of the program's own starts it first and stays, so that the decay
+  // thread stays too, and the sequence's thread counts its own requests alone.
+  const ThreadOfItsOwn companion;
+  ASSERT_TRUE(decay_thread_started());
   std::thread(known_sequence).join();
   // The thread has exited: its cache went back to the central lists. (std::thread's own state,
   // freed as the thread ends, is a 16-byte block: that class is not compared across the exit.)
