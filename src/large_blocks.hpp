@@ -13,7 +13,7 @@
 // - free(p) outside the pool region: p is kept when glibc's chunk header says it is a block in
 //   use of glibc's main heap of a cached class (the checks glibc's own free makes of such a
 //   block, large_blocks.cpp), the decay thread runs (its steps give the blocks back), and the cache
-//   has room: at most kSlotsPerClass blocks per class, and in all an eighth of glibc's main heap,
+//   has room: at most kSlotsPerClass blocks per class, and in all a quarter of glibc's main heap,
 //   between 4 and 32 MiB (kHeapShare, below). Anything else goes to glibc's free, which judges a
 //   foreign pointer as before. A block freed again while it waits here is reported and the process
 //   aborts.
@@ -30,15 +30,16 @@
 
 namespace poolalloc::internal {
 
-// The largest request the cache serves. The most it keeps: an eighth of glibc's main heap (from
+// The largest request the cache serves. The most it keeps: a quarter of glibc's main heap (from
 // where the program break was at start-up to where it is), at least 4 MiB and at most 32 MiB. A
 // block waiting here is memory that the program's requests of other sizes cannot reuse, so what
 // may wait is a share of the program's own heap rather than 32 MiB whatever its size (ruby's
-// cache held 19 MiB of a 120 MiB program, 17 blocks that served 20 requests). An eighth keeps
-// 91 % of the cache's hits in the latency benchmark (a sixteenth 74 %); the 4 MiB let a small
-// program's few large buffers of each frame wait.
+// cache held 19 MiB of a 120 MiB program, 17 blocks that served 20 requests). An eighth kept 91 %
+// of the cache's hits in the latency benchmark, and its level changes took 5.9 ms at the median
+// where a quarter's take 4.8 (4.6 with 32 MiB); the 4 MiB let a small program's few large buffers
+// of each frame wait.
 inline constexpr std::size_t kLargestCachedRequest = std::size_t{4} << 20;
-inline constexpr std::size_t kHeapShare = 8;
+inline constexpr std::size_t kHeapShare = 4;
 inline constexpr std::size_t kMinHeldBytes = std::size_t{4} << 20;
 inline constexpr std::size_t kMaxHeldBytes = std::size_t{32} << 20;
 inline constexpr std::uint32_t kSlotsPerClass = 32;

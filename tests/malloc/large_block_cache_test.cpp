@@ -73,32 +73,32 @@ uint64_t blocks_in_the_cache() {
 // The usable size of a block of 1 MiB, as glibc's heap hands it out (the class bound is 1 MiB).
 constexpr size_t kMiBBlock = kMiB + sizeof(size_t);
 
-// A program whose glibc heap stays under 32 MiB: the cache keeps at most 4 MiB of its frees
-// (an eighth of the heap is less), where it kept all of these 16 blocks of 1 MiB (up to 32 MiB),
+// A program whose glibc heap stays under 16 MiB: the cache keeps at most 4 MiB of its frees
+// (a quarter of the heap is less), where it kept all of these 12 blocks of 1 MiB (up to 32 MiB),
 // memory that the program's blocks of other sizes could not reuse. (malloc_trim empties the
 // cache of what start_decay_thread freed.)
 TEST(LargeBlockCache, ASmallProgramsCacheHoldsAtMostFourMiB) {
   start_decay_thread();
   malloc_trim(0);
-  constexpr int kBlocks = 16;
+  constexpr int kBlocks = 12;
   void* blocks[kBlocks];
   for (void*& block : blocks) {
     block = malloc(opaque(kMiB));
     ASSERT_NE(block, nullptr);
   }
   for (void* block : blocks) free(block);
-  EXPECT_LT(mallinfo2().arena, 32 * kMiB);
+  EXPECT_LT(mallinfo2().arena, 16 * kMiB);
   EXPECT_EQ(blocks_in_the_cache(), (4 * kMiB) / kMiBBlock);
 }
 
-// A program with a larger glibc heap: the cache keeps up to an eighth of it. The blocks freed
+// A program with a larger glibc heap: the cache keeps up to a quarter of it. The blocks freed
 // are the heap's lowest, so that glibc, given those the cache does not keep, merges them and
 // trims nothing: the heap's size (mallinfo2's arena, from where the heap began to the program
 // break) is the same after the frees as during them.
-TEST(LargeBlockCache, ALargerProgramsCacheHoldsAnEighthOfGlibcsHeap) {
+TEST(LargeBlockCache, ALargerProgramsCacheHoldsAQuarterOfGlibcsHeap) {
   start_decay_thread();
   malloc_trim(0);
-  constexpr int kBlocks = 128, kFreed = 32;
+  constexpr int kBlocks = 96, kFreed = 32;
   void* blocks[kBlocks];
   for (void*& block : blocks) {
     block = malloc(opaque(kMiB));
@@ -108,12 +108,12 @@ TEST(LargeBlockCache, ALargerProgramsCacheHoldsAnEighthOfGlibcsHeap) {
   for (int i = 0; i < kFreed; ++i) free(blocks[i]);
   const size_t heap = mallinfo2().arena;
   EXPECT_GT(heap, 64 * kMiB);
-  EXPECT_EQ(blocks_in_the_cache(), heap / 8 / kMiBBlock);
+  EXPECT_EQ(blocks_in_the_cache(), heap / 4 / kMiBBlock);
   for (int i = kFreed; i < kBlocks; ++i) free(blocks[i]);
 }
 
 // Rounds of 12 blocks of 1 MiB, all live at once, touched, then freed, above a world of 96 MiB
-// (untouched) that makes the heap large enough for the cache to keep 12 MiB (an eighth of it).
+// (untouched) that makes the heap large enough for the cache to keep 12 MiB (a quarter of it).
 // Without the cache glibc handed the heap's free 12 MiB top back (past its 8 MiB trim
 // threshold) and grew it again with brk at the next round: 3,000 page faults a round. With it,
 // every malloc after the first round takes a block that waits in the cache, the same blocks
