@@ -28,8 +28,8 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
-#include "rss_workloads.hpp"
 #include "poolalloc/poolalloc.h"
+#include "rss_workloads.hpp"
 
 namespace malloc_test {
 namespace {
