@@ -23,11 +23,12 @@ struct Runs {
 };
 
 // Both runs of every mode, all at once.
-std::map<std::string, Runs> run_modes(const std::vector<std::string>& modes) {
+std::map<std::string, Runs> run_modes(const std::vector<std::string>& modes,
+                                      bool on_one_cpu = false) {
   std::vector<ProbeRun> all;
   for (const std::string& mode : modes) {
-    all.push_back({{INVISIBILITY_PROBE, mode}, "", -1, "", ""});
-    all.push_back({{INVISIBILITY_PROBE, mode}, POOLALLOC_LIBRARY, -1, "", ""});
+    all.push_back({{INVISIBILITY_PROBE, mode}, "", -1, "", "", on_one_cpu});
+    all.push_back({{INVISIBILITY_PROBE, mode}, POOLALLOC_LIBRARY, -1, "", "", on_one_cpu});
   }
   run_all(all);
   std::map<std::string, Runs> runs;
@@ -147,6 +148,14 @@ TEST(Invisible, HelperThreadOfAPinnedRealTimeProgramRunsAtSchedOtherOnEveryCpu) 
   ASSERT_TRUE(RanCleanly(runs));
   const std::vector<std::string> realtime = lines_of(runs.glibc.out, {"realtime"});
   if (!realtime.empty()) GTEST_SKIP() << "SCHED_FIFO not permitted: " << realtime[0];
+  ExpectInvisibleHelpers(runs);
+}
+
+// A program started on one CPU (taskset -c N): the helper runs there too, not on every CPU of the
+// cpuset (the probe compares it with the CPUs it started with).
+TEST(Invisible, HelperThreadOfAProgramStartedOnOneCpuStaysOnIt) {
+  const Runs runs = run_modes({"multi-live"}, true).at("multi-live");
+  ASSERT_TRUE(RanCleanly(runs));
   ExpectInvisibleHelpers(runs);
 }
 

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@ struct ProbeRun {
   std::string preload;                 // the library preloaded, or empty for none
   int status = -1;                     // the exit status, or 128 + the signal
   std::string out, err;
+  bool on_one_cpu = false;  // started on the first CPU it may use, as `taskset -c N` would
 };
 
 namespace detail {
@@ -65,6 +67,14 @@ inline void run_all(std::vector<ProbeRun>& runs,
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) continue;
     const pid_t pid = fork();
     if (pid == 0) {
+      if (runs[i].on_one_cpu) {
+        cpu_set_t allowed, first;
+        CPU_ZERO(&first);
+        sched_getaffinity(0, sizeof allowed, &allowed);
+        for (int cpu = 0; cpu < CPU_SETSIZE && CPU_COUNT(&first) == 0; ++cpu)
+          if (CPU_ISSET(cpu, &allowed)) CPU_SET(cpu, &first);
+        sched_setaffinity(0, sizeof first, &first);
+      }
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
       execve(argv[0], argv.data(), envp.data());
