@@ -150,7 +150,9 @@ bool release_unused_memory() {
   purge_free_blocks();
   const bool released = release_retained_spans() != 0;
   release_large_blocks();  // before glibc's trim, which can then give their pages back
-  // Nothing waits to go back now: the threads' looks at the clock count from here (ClockLook).
+  // Nothing waits to go back now: to the threads' looks at the clock (ClockLook) this is a step
+  // that gave back all they had counted.
+  g_last_step_gave_back.store(SIZE_MAX >> 1, std::memory_order_relaxed);
   g_steps_give_back.store(false, std::memory_order_relaxed);
   g_steps.fetch_add(1, std::memory_order_relaxed);
   return released;
