@@ -39,8 +39,7 @@ ThreadCache* g_live = nullptr;      // caches of running threads
 ThreadCache* g_recycled = nullptr;  // caches of exited threads, ready for new ones
 // Of the recycled caches, how many kept their slot pages (ThreadCache::slot_pages_kept).
 std::size_t g_recycled_with_slot_pages = 0;
-// Changed under the registry lock; read without it (a count, good as of some moment).
-std::atomic<std::uint64_t> g_live_count{0};
+std::uint64_t g_live_count = 0;
 std::uint64_t g_exited_requests[kClassCount] = {};
 std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
 // In a child of fork(): the blocks left in the bins of the parent's other threads, which no
@@ -96,7 +95,7 @@ ThreadCache* new_cache() {
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
   cache->bins_left_to_empty = 0;
   dlist_push(g_live, *cache);
-  g_live_count.store(g_live_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  ++g_live_count;
   return cache;
 }
 
@@ -106,7 +105,7 @@ ThreadCache* new_cache() {
 // Under the registry lock: takes the cache off the live list.
 void unlink_live(ThreadCache* cache) {
   dlist_unlink(g_live, *cache);
-  g_live_count.store(g_live_count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  --g_live_count;
 }
 
 // Under the registry lock: a cache off the live list, flushed, joins the recycled ones.
@@ -530,7 +529,8 @@ ClassUsage class_usage(unsigned cls) {
 }
 
 std::uint64_t live_thread_caches() {
-  return g_live_count.load(std::memory_order_relaxed);
+  TryLockGuard guard(g_registry_lock);
+  return g_live_count;
 }
 
 void lock_thread_caches_for_fork() {
