@@ -22,11 +22,10 @@ constinit std::atomic<std::uint32_t> g_steps{0};
 constinit std::atomic<bool> g_steps_give_back{false};
 constinit std::atomic<std::size_t> g_last_step_gave_back{0};  // bytes
 
-// What one call of the program does of a step: it moves at most this many of the central
-// stacks' blocks into their spans, and gives back at most this many retained spans (a madvise
-// each); the rest wait for the next calls, which between steps do less still. A step that emptied
-// 16 MiB of stacked blocks took one malloc 14 to 22 ms.
-constexpr std::uint32_t kStackedBlocksPerCall = 1024;
+// What one call of the program does of a step: it moves at most kStackedBlocksPerCall of the
+// central stacks' blocks into their spans, and gives back at most this many retained spans (a
+// madvise each); the rest wait for the next calls, which between steps do less still. A step that
+// emptied 16 MiB of stacked blocks took one malloc 14 to 22 ms.
 constexpr std::size_t kRetainedSpansPerCall = 16;
 constexpr std::uint32_t kStackedBlocksPerLook = 256;
 constexpr std::size_t kRetainedSpansPerLook = 4;
@@ -132,11 +131,10 @@ std::uint32_t look_at_clock(ClockLook& look) {
       std::clamp<std::uint64_t>(seconds_to_spare, 1, kCallsPerClockCheck));
 }
 
-// A call's part, as of a step: the class that asks again at its next new span gets the next.
-void empty_requested_stacks() {
+void empty_requested_stacks(std::uint32_t most_blocks) {
   if (g_stack_drain_requested.exchange(0, std::memory_order_relaxed) == 0) return;
-  empty_central_stacks(kStackedBlocksPerCall);
-  request_cache_flush();  // and the thread's bins, from this slow path on, as the thread asks
+  empty_central_stacks(most_blocks);
+  request_cache_flush();  // and the threads' bins, a few at each of their slow paths
 }
 
 bool release_unused_memory() {

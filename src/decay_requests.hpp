@@ -66,15 +66,20 @@ inline void request_stack_drain() {
     os_futex_wake(g_stack_drain_requested, 1);
 }
 
-// Empties the central stacks that a class asked to be emptied, and has the threads' bins follow
-// (decay.cpp).
-void empty_requested_stacks();
+// If a class asked for it, empties the central stacks, at most `most_blocks` of their blocks, and
+// has the threads' bins follow (decay.cpp). The decay thread empties them whole; a slow path
+// a call's part, as of a step, and the class that asks again at its next new span gets the next.
+void empty_requested_stacks(std::uint32_t most_blocks);
+
+// A call's part of a step: the central stacks' blocks that one call of the program moves into
+// their spans (decay.cpp).
+inline constexpr std::uint32_t kStackedBlocksPerCall = 1024;
 
 // A slow path's look at the requests that the decay thread serves where it runs: a relaxed load.
 inline void serve_stack_drain_request() {
   if (g_stack_drain_requested.load(std::memory_order_relaxed) != 0 && !decay_runs_in_background())
       [[unlikely]]
-    empty_requested_stacks();
+    empty_requested_stacks(kStackedBlocksPerCall);
 }
 
 // A thread cache whose flush epoch differs from this one empties itself into the spans at its

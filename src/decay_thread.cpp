@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "central_lists.hpp"
 #include "decay.hpp"
 #include "decay_requests.hpp"
 #include "options.hpp"
@@ -42,9 +41,7 @@ void pause_between_steps(std::uint64_t interval) {
   const std::uint64_t due = os_clock_ms() + interval;
   for (std::uint64_t now = os_clock_ms(); now < due; now = os_clock_ms()) {
     os_futex_wait_ms(g_stack_drain_requested, 0, due - now);
-    if (g_stack_drain_requested.exchange(0) == 0) continue;
-    empty_central_stacks();
-    request_cache_flush();  // and the threads' bins, a few at each of their slow paths
+    empty_requested_stacks(UINT32_MAX);
   }
 }
 

@@ -82,39 +82,32 @@ TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderFastPathOnlyTraffic) {
   });
 }
 
-// One allocator call a second: a malloc, and a second later its free.
-TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderOneCallASecond) {
-  expect_rss_back_within_two_periods("one call a second", [](Clock::time_point until) {
-    void* block = nullptr;
-    while (Clock::now() < until) {
-      if (block == nullptr) {
-        block = malloc(opaque(size_t{64}));
-      } else {
-        free(block);
-        block = nullptr;
-      }
-      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::seconds(1)));
+// One allocator call a second, until `until`: a malloc of `size` bytes, and a second later its
+// free.
+void one_call_a_second(size_t size, Clock::time_point until) {
+  void* block = nullptr;
+  while (Clock::now() < until) {
+    if (block == nullptr) {
+      block = malloc(opaque(size));
+    } else {
+      free(block);
+      block = nullptr;
     }
-    free(block);
-  });
+    std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::seconds(1)));
+  }
+  free(block);
 }
 
-// One allocator call a second, of a block above 32 KiB (an I/O buffer): a malloc, and a second
-// later its free. Such a call is one call a second as much as a small one.
+TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderOneCallASecond) {
+  expect_rss_back_within_two_periods("one call a second",
+                                     [](Clock::time_point until) { one_call_a_second(64, until); });
+}
+
+// The same with a block above 32 KiB (an I/O buffer): such a call is one call a second as much
+// as a small one.
 TEST(RssAfterPeak, FallsWithinTwoPeriodsUnderOneCallASecondOfALargeBlock) {
-  expect_rss_back_within_two_periods("one large call a second", [](Clock::time_point until) {
-    void* block = nullptr;
-    while (Clock::now() < until) {
-      if (block == nullptr) {
-        block = malloc(opaque(size_t{100000}));
-      } else {
-        free(block);
-        block = nullptr;
-      }
-      std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::seconds(1)));
-    }
-    free(block);
-  });
+  expect_rss_back_within_two_periods(
+      "one large call a second", [](Clock::time_point until) { one_call_a_second(100000, until); });
 }
 
 // After the peak the program only frees: 1000 blocks it kept, one every 2 ms.
