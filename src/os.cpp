@@ -61,6 +61,10 @@ void os_unmap(void* start, std::size_t bytes) {
   munmap(start, bytes);
 }
 
+void* os_remap(void* start, std::size_t old_bytes, std::size_t new_bytes) {
+  return mapped_or_null(mremap(start, old_bytes, new_bytes, MREMAP_MAYMOVE));
+}
+
 std::uintptr_t os_program_break() {
   return reinterpret_cast<std::uintptr_t>(sbrk(0));
 }
@@ -102,6 +106,12 @@ std::uint64_t os_clock_ms() {
   clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
   return static_cast<std::uint64_t>(now.tv_sec) * 1000 +
          static_cast<std::uint64_t>(now.tv_nsec) / 1000000;
+}
+
+std::int64_t os_wall_clock_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
 
 void os_sleep_ms(std::uint64_t ms) {

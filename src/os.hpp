@@ -33,6 +33,11 @@ const void* os_map_file(int fd, std::size_t bytes);
 
 void os_unmap(void* start, std::size_t bytes);
 
+// Grows or shrinks a mapping of os_map to `new_bytes`, moving it where it must (mremap): its
+// contents are kept, pages added read as zeros. nullptr if no room is to be had (the old mapping
+// then stays as it was).
+void* os_remap(void* start, std::size_t old_bytes, std::size_t new_bytes);
+
 // Gives the pages of [start, start + bytes) back to the OS; they read as zeros afterwards.
 void os_decommit(void* start, std::size_t bytes);
 
@@ -58,6 +63,8 @@ void os_futex_wake(std::atomic<int>& word, int waiters);
 // Milliseconds of CLOCK_MONOTONIC_COARSE: read from the vDSO, no system call, a few
 // nanoseconds, at the resolution of the kernel's tick.
 std::uint64_t os_clock_ms();
+// Nanoseconds since the Unix epoch (CLOCK_REALTIME, from the vDSO): a date to stamp a file with.
+std::int64_t os_wall_clock_ns();
 // Sleeps for `ms` milliseconds (less if a signal interrupts it).
 void os_sleep_ms(std::uint64_t ms);
 
