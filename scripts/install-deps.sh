@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
+  # the heap profile's call stacks (libunwind), and go tool pprof with graphviz to read profiles
+  libunwind-dev golang-go graphviz
   # checks
   clang-format clang-tidy
   # the toolkit's tests for Windows: mingw-w64 (posix threads, for std::thread) and wine to run

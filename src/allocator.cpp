@@ -7,11 +7,14 @@
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
 #include "decay.hpp"
+#include "heap_sampler.hpp"
 #include "span_carving.hpp"
 
 namespace poolalloc::internal {
 
-void* allocate_slow(std::size_t size) {
+void* allocate_slow(std::size_t size, const void* site) {
+  if (sample_due(size)) [[unlikely]]
+    return allocate_sampled(size, kMinAlignment, site);
   // g_pooled_limit is 0 until the allocator is initialised.
   const bool pooled = size <= g_pooled_limit || (size <= kLargestClassSize && g_pooled_limit == 0 &&
                                                  ensure_initialised() && size <= g_pooled_limit);
@@ -26,31 +29,48 @@ void* allocate_slow(std::size_t size) {
 
 void free_unpooled(void* p) {
   count_call_outside_pools();
+  forget_if_sampled(p);
   free_outside_pools(p);
 }
 
-void* allocate_zeroed(std::size_t size) {
+void* allocate_zeroed(std::size_t size, const void* site) {
   if (size > g_pooled_limit) {
     count_call_outside_pools();
-    return system_calloc(size);
+    if (!sample_due(size)) [[likely]]
+      return system_calloc(size);
+    void* block = allocate_sampled(size, kMinAlignment, site);
+    if (block != nullptr) std::memset(block, 0, size);
+    return block;
   }
-  void* block = allocate(size);
+  void* block = allocate(size, site);
   // The whole usable size, as glibc does: README lets programs write malloc_usable_size bytes,
   // and a recycled block's slack would otherwise keep what its last owner wrote there.
   if (block != nullptr) std::memset(block, 0, usable_size(block));
   return block;
 }
 
-void* reallocate(void* p, std::size_t size) {
+void* reallocate(void* p, std::size_t size, const void* site) {
   if (!region_owns(p)) {
     report_if_cached(p, "realloc");
-    return system_realloc(p, size);
+    // For the heap profile, a realloc outside the pools frees the old block and allocates a
+    // new one. Its sample goes first: once glibc has freed p, another thread may be handed the
+    // address and sample it.
+    forget_if_sampled(p);
+    void* moved = system_realloc(p, size);
+    if (moved == nullptr || !sample_due(size)) [[likely]]
+      return moved;
+    // Sampled: moved once more, into a block the sampler records.
+    void* sampled = allocate_sampled(size, kMinAlignment, site);
+    if (sampled == nullptr) return moved;
+    std::memcpy(sampled, moved, size);
+    free_outside_pools(moved);
+    return sampled;
   }
   const unsigned cls = handed_out_class_or_report(p, "realloc");
   if (is_marked_free(p)) report_double_free("realloc", p, cls);
   const std::size_t old_size = class_size(cls);
   if (size <= old_size && class_of(size) == cls) return p;
-  void* moved = allocate(size);
+  void* moved = allocate(size, site);
   if (moved == nullptr) return nullptr;  // errno is ENOMEM; the old block is untouched
   // Programs may have written the whole usable size, not just what they asked for.
   std::memcpy(moved, p, size < old_size ? size : old_size);
@@ -58,8 +78,10 @@ void* reallocate(void* p, std::size_t size) {
   return moved;
 }
 
-void* allocate_aligned(std::size_t alignment, std::size_t size) {
-  if (alignment <= kMinAlignment) return allocate(size);
+void* allocate_aligned(std::size_t alignment, std::size_t size, const void* site) {
+  if (alignment <= kMinAlignment) return allocate(size, site);
+  if (sample_due(size)) [[unlikely]]
+    return allocate_sampled(size, alignment, site);
   // Spans start on kSpanSize boundaries, so the blocks of a class whose size is a multiple of
   // the alignment are all aligned; every power of two up to 32 KiB is such a class.
   const std::size_t padded =

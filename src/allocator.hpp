@@ -18,7 +18,9 @@ namespace poolalloc::internal {
 // Everything but a hit in the thread cache: refilling it, initialising the allocator on the
 // first small request, and forwarding to the system allocator. Out of line, and reached by a
 // tail call, so that the fast path saves no register.
-void* allocate_slow(std::size_t size);
+// `site`: the return address into the program, which a sampled allocation's call stack starts
+// at (heap_sampler.hpp); nullptr where unknown.
+void* allocate_slow(std::size_t size, const void* site);
 
 // free of a pointer outside the pool region (nullptr included): counted down to the thread's
 // look at the clock, then the large-block cache or glibc. Out of line, for the same reason.
@@ -26,21 +28,24 @@ void free_unpooled(void* p);
 
 // malloc's fast path: a table lookup, a handful of loads and stores to thread-local memory, no
 // lock and no atomic read-modify-write. As exported (g++ 12 -O3, x86-64; objdump of
-// libpoolalloc.so) it is 25 instructions before its ret: size check 2, class lookup 4, bin
+// libpoolalloc.so) it is 29 instructions before its ret, 4 of them since the heap profile's byte
+// countdown (heap_sampler.hpp; its subtraction, its branch and keeping the size), and before: size
+// check 2, class lookup 4, bin
 // address 3, pop 15 of which 3 are the second look at bottom that lets other threads reclaim
 // the bin, 3 the statistics' count and 2 the countdown to the thread's next look at the clock
 // (decay.hpp), clearing the mark 1.
-inline void* allocate(std::size_t size) {
+inline void* allocate(std::size_t size, const void* site = nullptr) {
   if (size <= g_pooled_limit) [[likely]] {
-    if (void* block = t_cache->pop(class_of(size))) [[likely]]
+    if (void* block = t_cache->pop(class_of(size), size)) [[likely]]
       return block;
   }
-  return allocate_slow(size);
+  return allocate_slow(size, site);
 }
 
-// A block of class `cls`, or nullptr when the pools cannot serve it.
+// A block of class `cls`, or nullptr when the pools cannot serve it. The request was counted
+// for the heap profile already.
 inline void* pool_allocate(unsigned cls) {
-  if (void* block = t_cache->pop(cls)) [[likely]]
+  if (void* block = t_cache->pop(cls, 0)) [[likely]]
     return block;
   return refill_and_allocate(cls);
 }
@@ -67,10 +72,10 @@ inline unsigned handed_out_class_or_report(const void* p, const char* operation)
 // block freed already waits, free_block_marks.hpp). The check rejects, before a
 // cache could hand it out to a second owner, a block start past its span's carved end above all.
 //
-// A malloc(64)/free pair in a loop measures 80 instructions under callgrind (79.1 where it was
-// 73.0 before the countdown), the loop's own and the looks at the clock and decay steps that a
-// single-threaded program's calls run included: scripts/fastpath-instructions.sh, which a test
-// holds to this figure.
+// A malloc(64)/free pair in a loop measures 83 instructions under callgrind (82.2; 79.1 before
+// the heap profile's byte countdown in malloc, 73.0 before the clock's countdown), the loop's own
+// and the looks at the clock and decay steps that a single-threaded program's calls run
+// included: scripts/fastpath-instructions.sh, which a test holds to this figure.
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
     pool_deallocate(p, handed_out_class_or_report(p, "free"));
@@ -79,11 +84,11 @@ inline void deallocate(void* p) {
   free_unpooled(p);  // also nullptr, which it ignores
 }
 
-void* allocate_zeroed(std::size_t size);
+void* allocate_zeroed(std::size_t size, const void* site = nullptr);
 // p is not nullptr and size is not 0.
-void* reallocate(void* p, std::size_t size);
+void* reallocate(void* p, std::size_t size, const void* site = nullptr);
 // `alignment` is a power of two.
-void* allocate_aligned(std::size_t alignment, std::size_t size);
+void* allocate_aligned(std::size_t alignment, std::size_t size, const void* site = nullptr);
 std::size_t usable_size(void* p);
 // malloc_trim: gives this thread's cached blocks and every empty span back; true when memory
 // was returned to the OS.

@@ -9,6 +9,7 @@
 #include "central_lists.hpp"
 #include "decay_thread.hpp"
 #include "free_block_marks.hpp"
+#include "heap_profile.hpp"
 #include "large_blocks.hpp"
 #include "options.hpp"
 #include "os.hpp"
@@ -53,6 +54,7 @@ void prepare_fork() {
   lock_central_lists_for_fork();
   lock_span_carving_for_fork();
   lock_large_blocks_for_fork();
+  lock_samples_for_fork();
   g_locked_for_fork = true;
 }
 
@@ -63,6 +65,7 @@ void release_after_fork(bool in_child) {
   unlock_span_carving_after_fork(in_child);
   unlock_central_lists_after_fork(in_child);
   unlock_large_blocks_after_fork(in_child);
+  unlock_samples_after_fork(in_child);
 }
 
 void parent_after_fork() {
@@ -84,6 +87,7 @@ __attribute__((constructor)) void on_load() {
 __attribute__((destructor)) void on_exit() {
   stop_creating_decay_thread();
   print_stats_at_exit();
+  dump_heap_profile_at_exit();
 }
 
 }  // namespace
@@ -99,6 +103,7 @@ void start_up(bool debug_build) {
   // glibc's thresholds behind the pools (system_forwarding.cpp); where the pools are
   // unavailable glibc serves everything, and its own rule suits it.
   if (ready) take_over_system_thresholds();
+  start_heap_profile();
   report_options(debug_build);
 }
 

@@ -14,6 +14,8 @@
 #include "block_registry.hpp"
 #include "call_sites.hpp"
 #include "deferred_operations.hpp"
+#include "heap_profile.hpp"
+#include "heap_sampler.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "options.hpp"
@@ -447,40 +449,72 @@ struct LeakSite {
   std::uint64_t bytes;
 };
 
-void report_leaks() {
-  // Group live blocks by call site, in memory of its own: nothing here may call malloc.
-  const std::size_t capacity = g_registry.size();
-  if (capacity == 0) return;
-  const detail::NoCancellation whole_report;
-  auto* sites = static_cast<LeakSite*>(os_map(capacity * sizeof(LeakSite)));
-  if (sites == nullptr) return;
-  std::size_t site_count = 0;
-  std::uint64_t total_bytes = 0;
-  g_registry.for_each([&](const BlockRecord& record) {
-    total_bytes += record.size;
-    LeakSite* found = std::find_if(sites, sites + site_count, [&](const LeakSite& s) {
-      return s.site == record.allocated_at;
+// The live blocks grouped by the call site that allocated them, in memory of its own (nothing
+// here may call malloc); under the heap's lock. `sites` is nullptr when no block is live or no
+// memory could be had.
+struct LiveSites {
+  LeakSite* sites = nullptr;
+  std::size_t count = 0;
+  std::size_t capacity = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t blocks = 0;
+
+  LiveSites() {
+    capacity = g_registry.size();
+    if (capacity == 0) return;
+    sites = static_cast<LeakSite*>(os_map(capacity * sizeof(LeakSite)));
+    if (sites == nullptr) return;
+    blocks = capacity;
+    g_registry.for_each([&](const BlockRecord& record) {
+      bytes += record.size;
+      LeakSite* found = std::find_if(
+          sites, sites + count, [&](const LeakSite& s) { return s.site == record.allocated_at; });
+      if (found == sites + count) sites[count++] = {record.allocated_at, 0, 0};
+      ++found->blocks;
+      found->bytes += record.size;
     });
-    if (found == sites + site_count) sites[site_count++] = {record.allocated_at, 0, 0};
-    ++found->blocks;
-    found->bytes += record.size;
-  });
-  std::sort(sites, sites + site_count,
+  }
+  ~LiveSites() {
+    if (sites != nullptr) os_unmap(sites, capacity * sizeof(LeakSite));
+  }
+  LiveSites(const LiveSites&) = delete;
+  LiveSites& operator=(const LiveSites&) = delete;
+};
+
+void report_leaks() {
+  const detail::NoCancellation whole_report;
+  LiveSites live;
+  if (live.sites == nullptr) return;
+  std::sort(live.sites, live.sites + live.count,
             [](const LeakSite& a, const LeakSite& b) { return a.bytes > b.bytes; });
   detail::Message header;
-  header << "poolalloc-debug: leak report: " << total_bytes << " bytes in "
-         << std::uint64_t{g_registry.size()} << " blocks from " << std::uint64_t{site_count}
-         << " call sites\n";
+  header << "poolalloc-debug: leak report: " << live.bytes << " bytes in " << live.blocks
+         << " blocks from " << std::uint64_t{live.count} << " call sites\n";
   header.write_to_stderr();
-  for (std::size_t i = 0; i < site_count; ++i) {
+  for (std::size_t i = 0; i < live.count; ++i) {
     detail::Message line;
-    line << "poolalloc-debug:   " << sites[i].bytes << " bytes in " << sites[i].blocks
+    line << "poolalloc-debug:   " << live.sites[i].bytes << " bytes in " << live.sites[i].blocks
          << " blocks allocated at ";
-    append_call_site(line, sites[i].site);
+    append_call_site(line, live.sites[i].site);
     line << "\n";
     line.write_to_stderr();
   }
-  os_unmap(sites, capacity * sizeof(LeakSite));
+}
+
+// The exact profile's samples: one per call site, whose one frame is the site.
+struct SiteReader {
+  const LiveSites* live;
+  std::size_t next = 0;
+};
+
+bool next_site(void* context, ProfileSample* out) {
+  auto& reader = *static_cast<SiteReader*>(context);
+  if (reader.next == reader.live->count) return false;
+  const LeakSite& site = reader.live->sites[reader.next++];
+  const auto blocks = static_cast<std::int64_t>(site.blocks);
+  const auto bytes = static_cast<std::int64_t>(site.bytes);
+  *out = ProfileSample{&site.site, 1, blocks, bytes, blocks, bytes, nullptr};
+  return true;
 }
 
 void check_at_exit() {
@@ -612,6 +646,25 @@ struct mallinfo DebugHeap::mallinfo() {
 
 int DebugHeap::malloc_info(int options, FILE* stream) {
   return pooled_malloc_info(options, stream);
+}
+
+void DebugHeap::profile_sample(std::size_t mean) {
+  set_sample_mean(static_cast<std::int64_t>(mean));
+}
+
+int DebugHeap::profile_dump(const char* path) {
+  char automatic[PATH_MAX];
+  path = dump_path(path, automatic);
+  if (path == nullptr) return -1;
+  lock_heap();
+  const LiveSites live;
+  unlock_heap();
+  if (live.sites == nullptr && live.capacity != 0) {
+    errno = ENOMEM;
+    return -1;
+  }
+  SiteReader reader{&live};
+  return write_profile_file(path, 0, next_site, &reader) ? 0 : -1;
 }
 
 }  // namespace poolalloc::internal

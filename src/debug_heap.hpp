@@ -40,6 +40,10 @@ struct DebugHeap {
   static struct mallinfo2 mallinfo2();
   static struct mallinfo mallinfo();
   static int malloc_info(int options, FILE* stream);
+  // The heap profile samples the debug heap's allocations as the release build's; a dump writes
+  // the exact profile instead: every live block, by the call site that allocated it.
+  static void profile_sample(std::size_t mean);
+  static int profile_dump(const char* path);
   // glibc's, which serves what the pools do not (system_forwarding.cpp).
   static int mallopt(int param, int value) { return system_mallopt(param, value); }
 };

@@ -170,3 +170,16 @@ POOLALLOC_EXPORT int poolalloc_get_stats(struct poolalloc_stats* stats) {
   *stats = Heap::stats();
   return 0;
 }
+
+POOLALLOC_EXPORT int poolalloc_profile_sample(std::size_t mean_bytes) {
+  if (mean_bytes > (std::size_t{1} << 40)) {
+    errno = EINVAL;
+    return -1;
+  }
+  Heap::profile_sample(mean_bytes);
+  return 0;
+}
+
+POOLALLOC_EXPORT int poolalloc_profile_dump(const char* path) {
+  return Heap::profile_dump(path);
+}

@@ -11,6 +11,8 @@
 #include "debug_heap.hpp"
 #else
 #include "allocator.hpp"
+#include "heap_profile.hpp"
+#include "heap_sampler.hpp"
 #include "stats.hpp"
 #endif
 
@@ -21,12 +23,14 @@ using Heap = DebugHeap;
 #else
 struct ReleaseHeap {
   static constexpr bool kDebugBuild = false;
-  static void* malloc(std::size_t size, const void*) { return allocate(size); }
-  static void* calloc(std::size_t size, const void*) { return allocate_zeroed(size); }
-  static void* aligned(std::size_t alignment, std::size_t size, const void*) {
-    return allocate_aligned(alignment, size);
+  static void* malloc(std::size_t size, const void* site) { return allocate(size, site); }
+  static void* calloc(std::size_t size, const void* site) { return allocate_zeroed(size, site); }
+  static void* aligned(std::size_t alignment, std::size_t size, const void* site) {
+    return allocate_aligned(alignment, size, site);
   }
-  static void* realloc(void* p, std::size_t size, const void*) { return reallocate(p, size); }
+  static void* realloc(void* p, std::size_t size, const void* site) {
+    return reallocate(p, size, site);
+  }
   static void free(void* p, const void*) { deallocate(p); }
   static void sized_free(void* p, std::size_t, const void*) { deallocate(p); }
   static std::size_t usable_size(void* p, const void*) { return internal::usable_size(p); }
@@ -39,6 +43,8 @@ struct ReleaseHeap {
   static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
   static struct mallinfo mallinfo() { return pooled_mallinfo(); }
   static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }
+  static void profile_sample(std::size_t mean) { set_sample_mean(static_cast<std::int64_t>(mean)); }
+  static int profile_dump(const char* path) { return dump_heap_profile(path); }
   // glibc's, which serves what the pools do not (system_forwarding.cpp).
   static int mallopt(int param, int value) { return system_mallopt(param, value); }
 };

@@ -12,6 +12,8 @@
 //   4. the span carving lock (span_carving.cpp), taken under 3 when a class carves a span
 //   5. the debug heap's lock (debug_heap.cpp), never held while calling into 0-4
 //   6. the large-block cache's lock (large_blocks.cpp): nothing is taken or called under it
+//   7. the heap profile's samples lock (heap_samples.cpp): nothing is taken or called under it
+//      but os_map and os_unmap
 // Critical sections call nothing outside the allocator but os.hpp's mmap and madvise, so a
 // holder never waits for anything but a lock later in the order: the forking thread's wait for
 // each lock is bounded.

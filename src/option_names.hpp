@@ -21,13 +21,23 @@ enum class Option : unsigned {
   kLeaks,
   kQuarantine,
   kBuildDir,  // read by the wrapper script (scripts/poolalloc) only
+  kProfile,   // the heap profile's (heap_profile.hpp)
+  kProfileSample,
+  kProfilePrefix,
+  kProfileSignal,
+  kProfileAtExit,
+  kProfileEvery,
+  kProfilePeak,
 };
 
 // In the order of Option, which POOLALLOC_VERBOSE lists them in.
 inline constexpr std::string_view kOptionNames[] = {
-    "POOLALLOC_STATS",    "POOLALLOC_STATS_FILE",   "POOLALLOC_VERBOSE",     "POOLALLOC_MAX_POOLED",
-    "POOLALLOC_DECAY_MS", "POOLALLOC_DECAY_THREAD", "POOLALLOC_REGION_SIZE", "POOLALLOC_ON_ERROR",
-    "POOLALLOC_LEAKS",    "POOLALLOC_QUARANTINE",   "POOLALLOC_BUILD_DIR"};
+    "POOLALLOC_STATS",           "POOLALLOC_STATS_FILE",     "POOLALLOC_VERBOSE",
+    "POOLALLOC_MAX_POOLED",      "POOLALLOC_DECAY_MS",       "POOLALLOC_DECAY_THREAD",
+    "POOLALLOC_REGION_SIZE",     "POOLALLOC_ON_ERROR",       "POOLALLOC_LEAKS",
+    "POOLALLOC_QUARANTINE",      "POOLALLOC_BUILD_DIR",      "POOLALLOC_PROFILE",
+    "POOLALLOC_PROFILE_SAMPLE",  "POOLALLOC_PROFILE_PREFIX", "POOLALLOC_PROFILE_SIGNAL",
+    "POOLALLOC_PROFILE_AT_EXIT", "POOLALLOC_PROFILE_EVERY",  "POOLALLOC_PROFILE_PEAK"};
 
 inline constexpr std::string_view kOptionPrefix = "POOLALLOC_";
 

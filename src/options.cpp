@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -112,27 +113,59 @@ void read_size(Option option, std::size_t min, std::size_t max, std::string_view
   }
 }
 
-// POOLALLOC_STATS_FILE into g_options.stats_path, a relative path made absolute so that a
-// program that changes directory still writes where it was asked to. Set but empty: as unset.
-void read_stats_path() {
-  const std::string_view text = find_variable(Option::kStatsFile);
-  if (text.empty()) return;
-  char* path = g_options.stats_path;
-  constexpr std::size_t kCapacity = sizeof g_options.stats_path;
+// `text` into `path`, after the working directory when it is relative (without one it stays
+// relative); false, with `path` undefined, when it does not fit.
+bool make_absolute(std::string_view text, char (&path)[PATH_MAX]) {
+  char absolute[PATH_MAX];
   std::size_t length = 0;
-  // Without a working directory the path stays relative.
-  if (text.front() != '/' && os_working_directory(path, kCapacity)) {
-    length = std::strlen(path);
-    if (path[length - 1] != '/') path[length++] = '/';
+  if (text.front() != '/' && os_working_directory(absolute, sizeof absolute)) {
+    length = std::strlen(absolute);
+    if (absolute[length - 1] != '/') absolute[length++] = '/';
   }
-  if (length + text.size() >= kCapacity) {
-    path[0] = '\0';
-    report_invalid(Option::kStatsFile, text, "a path of at most 4095 bytes", "none");
+  if (length + text.size() >= sizeof absolute) return false;
+  std::memcpy(absolute + length, text.data(), text.size());
+  absolute[length + text.size()] = '\0';
+  std::memcpy(path, absolute, length + text.size() + 1);
+  return true;
+}
+
+// A path (POOLALLOC_STATS_FILE, POOLALLOC_PROFILE_PREFIX) into `path`, a relative one made
+// absolute so that a program that changes directory still writes where it was asked to. Set but
+// empty: as unset. `fallback` is what `path` holds when the value is refused.
+void read_path(Option option, char (&path)[PATH_MAX], std::string_view fallback) {
+  const std::string_view text = find_variable(option);
+  if (text.empty()) return;
+  if (make_absolute(text, path)) {
+    taken(option);
     return;
   }
-  std::memcpy(path + length, text.data(), text.size());
-  path[length + text.size()] = '\0';
-  taken(Option::kStatsFile);
+  std::memcpy(path, fallback.data(), fallback.size());
+  path[fallback.size()] = '\0';
+  report_invalid(option, text, "a path of at most 4095 bytes",
+                 fallback.empty() ? "none" : fallback);
+}
+
+// POOLALLOC_PROFILE_SIGNAL: a signal's number, or its name with or without "SIG" (USR2).
+void read_signal() {
+  const std::string_view text = find_variable(Option::kProfileSignal);
+  if (text.data() == nullptr) return;
+  std::string_view name = text;
+  if (begins_with(name, "SIG")) name.remove_prefix(3);
+  int number = 0;
+  for (int candidate = 1; candidate < NSIG && number == 0; ++candidate) {
+    const char* abbreviation = sigabbrev_np(candidate);
+    if (abbreviation != nullptr && name == abbreviation) number = candidate;
+  }
+  std::size_t parsed = 0;
+  if (number == 0 && parse_size(text, parsed) && text.back() >= '0' && text.back() <= '9' &&
+      parsed >= 1 && parsed < static_cast<std::size_t>(NSIG))
+    number = static_cast<int>(parsed);
+  if (number == 0 || number == SIGKILL || number == SIGSTOP) {
+    report_invalid(Option::kProfileSignal, text, "a signal such as USR2 or 12", "none");
+    return;
+  }
+  g_options.profile_signal = number;
+  taken(Option::kProfileSignal);
 }
 
 // A copy of stderr on a number programs do not look at: high, below the soft descriptor limit,
@@ -230,11 +263,24 @@ bool read_options() {
   read_size(Option::kQuarantine, 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);
   read_flag(Option::kVerbose, "0", "1", g_options.verbose);
-  read_stats_path();
+  read_path(Option::kStatsFile, g_options.stats_path, "");
   read_flag(Option::kStats, "0", "1", g_options.stats);
   if (g_options.stats_path[0] != '\0') g_options.stats = true;
   if (g_options.stats) keep_initial_stderr();
   read_flag(Option::kLeaks, "0", "1", g_options.leak_report);
+  read_flag(Option::kProfile, "0", "1", g_options.profile);
+  read_size(Option::kProfileSample, 1, std::size_t{1} << 40, "a size from 1 to 1T, such as 512K",
+            g_options.profile_sample);
+  read_path(Option::kProfilePrefix, g_options.profile_prefix, "poolalloc");
+  // The default prefix is relative too: to the directory the program started in.
+  if (g_options.profile && !g_options.set(Option::kProfilePrefix))
+    make_absolute("poolalloc", g_options.profile_prefix);
+  read_signal();
+  read_flag(Option::kProfileAtExit, "0", "1", g_options.profile_at_exit);
+  read_size(Option::kProfileEvery, 0, std::size_t{1} << 50, "a size such as 1G",
+            g_options.profile_every);
+  read_size(Option::kProfilePeak, 0, std::size_t{1} << 50, "a size such as 256M",
+            g_options.profile_peak);
   bool report_only = !g_options.abort_on_error;
   read_flag(Option::kOnError, "abort", "report", report_only);
   g_options.abort_on_error = !report_only;

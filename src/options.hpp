@@ -36,6 +36,18 @@ struct Options {
   int stats_fd = -1;
   dev_t stats_device = 0;
   ino_t stats_inode = 0;
+  // The heap profile (docs/profiling.md): POOLALLOC_PROFILE turns sampling on, at a mean
+  // distance of POOLALLOC_PROFILE_SAMPLE bytes; files are named after POOLALLOC_PROFILE_PREFIX
+  // (made absolute at start-up, as stats_path); a dump on POOLALLOC_PROFILE_SIGNAL (0: none), at
+  // exit, every POOLALLOC_PROFILE_EVERY bytes allocated and at each new peak of the live heap
+  // above POOLALLOC_PROFILE_PEAK (0: never).
+  bool profile = false;
+  std::size_t profile_sample = std::size_t{512} << 10;
+  char profile_prefix[PATH_MAX] = "poolalloc";
+  int profile_signal = 0;
+  bool profile_at_exit = true;
+  std::size_t profile_every = 0;
+  std::size_t profile_peak = 0;
   // Read by the debug build only:
   bool abort_on_error = true;               // POOLALLOC_ON_ERROR=abort|report
   bool leak_report = false;                 // POOLALLOC_LEAKS

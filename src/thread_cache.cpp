@@ -92,6 +92,9 @@ ThreadCache* new_cache() {
   cache->clock_countdown = kSlowPathsPerClockCheck;
   cache->clock_look = ClockLook{};
   CacheBins::calls_before_clock(*cache) = kSlowPathsPerClockCheck;
+  // The sampler draws the countdown at the first slow path (heap_sampler.cpp).
+  CacheBins::bytes_before_sample(*cache) = 0;
+  cache->sample_settings = 0;
   std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
   cache->bins_left_to_empty = 0;
   dlist_push(g_live, *cache);
@@ -287,9 +290,9 @@ bool holds_blocks(const ThreadCache& cache) {
   return false;
 }
 
-// The calling thread's cache, created on its first allocation; nullptr for a thread that
-// exited its cache already, or when the pools are unavailable.
-ThreadCache* own_cache() {
+}  // namespace
+
+ThreadCache* own_thread_cache() {
   if (t_cache != &g_empty_cache) return t_cache;
   if (t_exited || !ensure_initialised()) return nullptr;
   ThreadCache* cache = new_cache();
@@ -300,8 +303,6 @@ ThreadCache* own_cache() {
   pthread_setspecific(g_exit_key, cache);
   return cache;
 }
-
-}  // namespace
 
 void init_thread_caches() {
   pthread_key_create(&g_exit_key, on_thread_exit);
@@ -316,7 +317,7 @@ void init_thread_caches() {
 }
 
 void* refill_and_allocate(unsigned cls) {
-  ThreadCache* cache = own_cache();
+  ThreadCache* cache = own_thread_cache();
   void* block = nullptr;
   if (cache == nullptr) {
     if (take_blocks(cls, &block, 1) == 0) return nullptr;
@@ -346,7 +347,7 @@ void flush_and_deallocate(unsigned cls, void* block) {
   if (is_marked_free(block)) report_double_free("free", block, cls);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
   set_mark(block);
-  ThreadCache* cache = own_cache();
+  ThreadCache* cache = own_thread_cache();
   if (cache == nullptr) {
     give_blocks(cls, &block, 1);
   } else {

@@ -88,15 +88,19 @@ inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 
 class ThreadCache {
  public:
-  // A block of class `cls`; nullptr when the bin is empty. Reads the bin and its top slot,
-  // never the block: clearing its mark is a store.
-  void* pop(std::size_t cls) {
+  // A block of class `cls` for a request of `size` bytes; nullptr when the bin is empty. Reads
+  // the bin and its top slot, never the block: clearing its mark is a store.
+  void* pop(std::size_t cls, std::size_t size) {
     CacheBin* const bin = &bins_[cls];
     void** const top = bin->top_slot();
     if (top <= bin->bottom_slot()) [[unlikely]]  // <=: another thread may have moved bottom up
       return nullptr;
     // Time for the thread's look at the clock (decay.hpp): the slow path takes it, then the block.
     if (--calls_before_clock_ == 0) [[unlikely]]
+      return nullptr;
+    // The heap profile's countdown (heap_sampler.hpp): the slow path samples the request that
+    // crosses it.
+    if ((bytes_before_sample_ -= static_cast<std::int64_t>(size)) < 0) [[unlikely]]
       return nullptr;
     // Takes the block first, then looks at bottom again: a thread reclaiming blocks from this
     // bin may have moved it meanwhile (thread_cache.cpp, reclaim_caches, says why this order).
@@ -140,6 +144,9 @@ class ThreadCache {
   // Mallocs and frees that may pass before the thread's next look at the clock; 0 in the empty
   // cache, whose bins send every call to the slow path before it is counted.
   std::uint32_t calls_before_clock_ = 0;
+  // Bytes that mallocs may ask for before the next sample of the heap profile; far more than any
+  // program allocates while it is off (heap_sampler.hpp).
+  std::int64_t bytes_before_sample_ = 0;
 
  public:
   ThreadCache* next = nullptr;  // in the registry of live caches
@@ -167,6 +174,10 @@ class ThreadCache {
   // Bins still to empty into the spans since the flush epoch moved, the last ones by class
   // (empty_next_bins_into_spans: a few per slow path).
   std::uint32_t bins_left_to_empty = 0;
+  // The heap profile's sampler (heap_sampler.cpp): the state of the thread's random draws, and
+  // the sampling settings it drew its countdown under.
+  std::uint64_t sample_random = 0;
+  std::uint32_t sample_settings = 0;
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
@@ -184,6 +195,9 @@ struct CacheBins {
   static void** slots(const ThreadCache& cache) { return cache.slots_; }
   static void attach_slots(ThreadCache& cache, void** slots) { cache.slots_ = slots; }
   static std::uint32_t& calls_before_clock(ThreadCache& cache) { return cache.calls_before_clock_; }
+  static std::int64_t& bytes_before_sample(ThreadCache& cache) {
+    return cache.bytes_before_sample_;
+  }
 };
 
 // What t_cache points to before a thread's first allocation and after its exit: all bins
@@ -222,6 +236,10 @@ void flush_and_deallocate(unsigned cls, void* block);
 // thread's next look at the clock as the fast paths do, so that a program whose calls are all
 // large runs the decay steps too.
 void count_call_outside_pools();
+
+// The calling thread's cache, created on its first call; nullptr in a thread that exited its
+// cache already, or when the pools are unavailable.
+ThreadCache* own_thread_cache();
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();

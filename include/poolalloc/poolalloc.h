@@ -49,6 +49,19 @@ struct poolalloc_stats {
 /* Fills *stats; returns 0, or -1 when stats is NULL. */
 int poolalloc_get_stats(struct poolalloc_stats* stats);
 
+/* The heap profile (docs/profiling.md): a sample of the allocations, one in about every
+ * mean_bytes bytes allocated, with their call stacks, written in pprof's format.
+ * poolalloc_profile_sample sets the mean and turns sampling on, or off with 0 (off by default;
+ * POOLALLOC_PROFILE=1 starts it at POOLALLOC_PROFILE_SAMPLE, 512 KiB by default). Returns 0, or
+ * -1 with errno EINVAL for a mean above 1 TiB. */
+int poolalloc_profile_sample(size_t mean_bytes);
+
+/* Writes the heap profile to path (NULL: POOLALLOC_PROFILE_PREFIX, "poolalloc" in the directory
+ * the program started in by default, then ".<pid>.<n>.dump.pb"). Safe from any thread while
+ * others allocate. Returns 0, or -1 with errno: the file could not be written, or EAGAIN during
+ * a fork(). */
+int poolalloc_profile_dump(const char* path);
+
 #ifdef __cplusplus
 }
 #endif

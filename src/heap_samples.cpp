@@ -1,0 +1,234 @@
+#include "heap_samples.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "lock.hpp"
+#include "os.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+// A live sampled allocation: its address, its stack and what it put into the stack's figures.
+struct LiveSample {
+  std::uintptr_t address;  // 0: a free slot
+  std::uint32_t stack;
+  std::int64_t objects;
+  std::int64_t bytes;
+};
+
+// Open addressing with linear probing over a power-of-two number of slots, at most half used.
+// `Slot` is a stack index plus one (stacks) or a LiveSample (live samples); 0 means free.
+template <class Slot>
+struct Table {
+  Slot* slots = nullptr;
+  std::uint32_t capacity = 0;  // slots, a power of two
+  std::uint32_t used = 0;
+};
+
+Lock g_lock;
+// The stacks, in the order they were first sampled, and an index of them by hash.
+SampledStack* g_stacks = nullptr;
+std::uint32_t g_stack_count = 0;
+std::uint32_t g_stack_capacity = 0;
+Table<std::uint32_t> g_stack_index;
+Table<LiveSample> g_live;
+std::atomic<std::uint32_t> g_live_count{0};
+SampleTotals g_totals{};
+
+constexpr std::uint32_t kFirstCapacity = 1024;
+
+std::uint64_t hash_of(const void* const* frames, std::uint32_t depth, std::uint32_t tag) {
+  std::uint64_t h = mix_bits(tag + 1);
+  for (std::uint32_t i = 0; i < depth; ++i)
+    h = mix_bits(h ^ reinterpret_cast<std::uintptr_t>(frames[i]));
+  return h;
+}
+
+std::uint32_t slot_of(std::uint64_t hash, std::uint32_t capacity) {
+  return static_cast<std::uint32_t>(hash) & (capacity - 1);
+}
+
+template <class T>
+T* map_array(std::uint32_t count) {
+  return static_cast<T*>(os_map(std::size_t{count} * sizeof(T)));
+}
+
+template <class T>
+void unmap_array(T* array, std::uint32_t count) {
+  if (array != nullptr) os_unmap(array, std::size_t{count} * sizeof(T));
+}
+
+// The slot of the live table that holds `address`, or the free slot where it would go.
+std::uint32_t live_slot(std::uintptr_t address) {
+  std::uint32_t i = slot_of(mix_bits(address), g_live.capacity);
+  while (g_live.slots[i].address != 0 && g_live.slots[i].address != address)
+    i = (i + 1) & (g_live.capacity - 1);
+  return i;
+}
+
+// The slot of the stack index for this stack, or the free slot where it would go.
+std::uint32_t stack_slot(std::uint64_t hash, const void* const* frames, std::uint32_t depth,
+                         std::uint32_t tag) {
+  std::uint32_t i = slot_of(hash, g_stack_index.capacity);
+  while (g_stack_index.slots[i] != 0) {
+    const SampledStack& s = g_stacks[g_stack_index.slots[i] - 1];
+    if (s.hash == hash && s.depth == depth && s.tag == tag &&
+        std::equal(frames, frames + depth, s.frames))
+      return i;
+    i = (i + 1) & (g_stack_index.capacity - 1);
+  }
+  return i;
+}
+
+// Doubles whichever table would be over half full after one more entry. False when no memory
+// could be had (the tables are left as they were).
+bool make_room() {
+  if (g_stack_count == g_stack_capacity) {
+    const std::uint32_t capacity = g_stack_capacity == 0 ? kFirstCapacity : 2 * g_stack_capacity;
+    auto* stacks = map_array<SampledStack>(capacity);
+    if (stacks == nullptr) return false;
+    if (g_stack_count != 0) std::memcpy(stacks, g_stacks, g_stack_count * sizeof(SampledStack));
+    unmap_array(g_stacks, g_stack_capacity);
+    g_stacks = stacks;
+    g_stack_capacity = capacity;
+  }
+  if (2 * (g_stack_index.used + 1) > g_stack_index.capacity) {
+    const std::uint32_t capacity = std::max(kFirstCapacity, 2 * g_stack_index.capacity);
+    auto* slots = map_array<std::uint32_t>(capacity);
+    if (slots == nullptr) return false;
+    Table<std::uint32_t> old = g_stack_index;
+    g_stack_index = {slots, capacity, old.used};
+    for (std::uint32_t s = 0; s < g_stack_count; ++s) {
+      const SampledStack& stack = g_stacks[s];
+      g_stack_index.slots[stack_slot(stack.hash, stack.frames, stack.depth, stack.tag)] = s + 1;
+    }
+    unmap_array(old.slots, old.capacity);
+  }
+  if (2 * (g_live.used + 1) > g_live.capacity) {
+    const std::uint32_t capacity = std::max(kFirstCapacity, 2 * g_live.capacity);
+    auto* slots = map_array<LiveSample>(capacity);
+    if (slots == nullptr) return false;
+    Table<LiveSample> old = g_live;
+    g_live = {slots, capacity, old.used};
+    for (std::uint32_t i = 0; i < old.capacity; ++i) {
+      if (old.slots[i].address != 0) g_live.slots[live_slot(old.slots[i].address)] = old.slots[i];
+    }
+    unmap_array(old.slots, old.capacity);
+  }
+  return true;
+}
+
+// Takes the live sample in slot i out of its stack's figures and out of the table, moving the
+// entries after it back so that no probe sequence is broken (no tombstones).
+void remove_live(std::uint32_t i) {
+  const LiveSample sample = g_live.slots[i];
+  SampledStack& stack = g_stacks[sample.stack];
+  stack.inuse_objects -= sample.objects;
+  stack.inuse_bytes -= sample.bytes;
+  g_totals.inuse_bytes -= sample.bytes;
+  const std::uint32_t mask = g_live.capacity - 1;
+  for (std::uint32_t j = (i + 1) & mask; g_live.slots[j].address != 0; j = (j + 1) & mask) {
+    const std::uint32_t home = slot_of(mix_bits(g_live.slots[j].address), g_live.capacity);
+    // The entry at j may move to i when i lies on its probe path, from home to j.
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      g_live.slots[i] = g_live.slots[j];
+      i = j;
+    }
+  }
+  g_live.slots[i] = LiveSample{};
+  --g_live.used;
+  g_live_count.store(g_live.used, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+bool record_sample(const void* block, std::size_t size, std::int64_t mean,
+                   const void* const* frames, std::uint32_t depth, std::uint32_t tag,
+                   SampleTotals& totals) {
+  // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
+  const double chance = -std::expm1(-static_cast<double>(size) / static_cast<double>(mean));
+  const auto objects = static_cast<std::int64_t>(std::llround(kCountUnit / chance));
+  const auto bytes = static_cast<std::int64_t>(std::llround(static_cast<double>(size) / chance));
+  const std::uint64_t hash = hash_of(frames, depth, tag);
+  TryLockGuard guard(g_lock);
+  if (!guard.locked() || !make_room()) return false;
+  const auto address = reinterpret_cast<std::uintptr_t>(block);
+  std::uint32_t live = live_slot(address);
+  // The address of a sample whose free could not be seen (while the lock was held for fork):
+  // that allocation is gone.
+  if (g_live.slots[live].address == address) {
+    remove_live(live);
+    live = live_slot(address);
+  }
+  const std::uint32_t index_slot = stack_slot(hash, frames, depth, tag);
+  if (g_stack_index.slots[index_slot] == 0) {
+    SampledStack& stack = g_stacks[g_stack_count];
+    stack = SampledStack{};
+    stack.hash = hash;
+    stack.depth = depth;
+    stack.tag = tag;
+    std::copy_n(frames, depth, stack.frames);
+    g_stack_index.slots[index_slot] = ++g_stack_count;
+    ++g_stack_index.used;
+  }
+  const std::uint32_t s = g_stack_index.slots[index_slot] - 1;
+  SampledStack& stack = g_stacks[s];
+  stack.alloc_objects += objects;
+  stack.alloc_bytes += bytes;
+  stack.inuse_objects += objects;
+  stack.inuse_bytes += bytes;
+  g_live.slots[live] = LiveSample{address, s, objects, bytes};
+  ++g_live.used;
+  g_live_count.store(g_live.used, std::memory_order_relaxed);
+  g_totals.alloc_bytes += bytes;
+  g_totals.inuse_bytes += bytes;
+  totals = g_totals;
+  return true;
+}
+
+bool samples_live() {
+  return g_live_count.load(std::memory_order_relaxed) != 0;
+}
+
+bool forget_sample(const void* block) {
+  TryLockGuard guard(g_lock);
+  if (!guard.locked() || g_live.used == 0) return false;
+  const std::uint32_t i = live_slot(reinterpret_cast<std::uintptr_t>(block));
+  if (g_live.slots[i].address == 0) return false;
+  remove_live(i);
+  return true;
+}
+
+SampleSnapshot take_sample_snapshot(bool without_waiting) {
+  SampleSnapshot snapshot;
+  if (without_waiting ? !g_lock.try_lock() : !g_lock.lock_unless_forking()) return snapshot;
+  struct Unlock {
+    ~Unlock() { g_lock.unlock(); }
+  } unlock;
+  snapshot.taken = true;
+  if (g_stack_count == 0) return snapshot;
+  snapshot.mapped_bytes = std::size_t{g_stack_count} * sizeof(SampledStack);
+  snapshot.stacks = static_cast<SampledStack*>(os_map(snapshot.mapped_bytes));
+  if (snapshot.stacks == nullptr) return {};
+  std::memcpy(snapshot.stacks, g_stacks, snapshot.mapped_bytes);
+  snapshot.count = g_stack_count;
+  return snapshot;
+}
+
+void release_sample_snapshot(SampleSnapshot& snapshot) {
+  if (snapshot.stacks != nullptr) os_unmap(snapshot.stacks, snapshot.mapped_bytes);
+  snapshot = {};
+}
+
+void lock_samples_for_fork() {
+  g_lock.lock_for_fork();
+}
+
+void unlock_samples_after_fork(bool in_child) {
+  g_lock.unlock_after_fork(in_child);
+}
+
+}  // namespace poolalloc::internal

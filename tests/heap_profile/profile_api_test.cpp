@@ -1,0 +1,67 @@
+// The heap profile of a game that links libpoolalloc and drives it through the C API
+// (poolalloc.h): sampling turned on and off by a call, a dump by a call, what it holds.
+// profile_probe's api-* modes are the game.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "poolalloc/poolalloc.h"
+#include "profile_test_util.hpp"
+
+namespace {
+
+using profile_test::figure_of;
+using profile_test::go_installed;
+using profile_test::pprof_top;
+using profile_test::run_in;
+using profile_test::ScratchDirectory;
+
+const std::string kProbe = PROFILE_PROBE;
+constexpr double kMiB = 1 << 20;
+
+class ProfileApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!go_installed()) GTEST_SKIP() << "go (golang-go) is not installed";
+  }
+  // The game's dump, read with -top at `index`: the figure of probe_live_site.
+  double live_site(const std::string& mode, const std::string& index) {
+    EXPECT_EQ(run_in(directory_.path(), "", kProbe + " " + mode), 0);
+    std::string text;
+    const double figure = figure_of(pprof_top(kProbe, directory_.path() + "/call.pb", index, &text),
+                                    "probe_live_site");
+    std::cout << text;
+    return figure;
+  }
+  ScratchDirectory directory_;
+};
+
+TEST_F(ProfileApi, DumpByACallNamesTheGamesAllocatingFunction) {
+  // 32 MiB in 64-byte blocks: four standard deviations (4.1 MiB each) either side.
+  const double live = live_site("api-live", "inuse_space");
+  EXPECT_GT(live, 15.6 * kMiB);
+  EXPECT_LT(live, 48.4 * kMiB);
+}
+
+TEST_F(ProfileApi, FreesFromOtherThreadsTakeTheSamplesOutOfTheLiveHeap) {
+  EXPECT_EQ(live_site("api-freed", "inuse_space"), 0);
+  EXPECT_GT(live_site("api-freed", "alloc_space"), 15.6 * kMiB);
+}
+
+TEST_F(ProfileApi, SamplingTurnedOffTakesNoNewSamples) {
+  EXPECT_EQ(live_site("api-off", "alloc_space"), 0);
+}
+
+TEST(ProfileApiErrors, AnUnwritablePathReturnsMinusOneWithErrno) {
+  errno = 0;
+  EXPECT_EQ(poolalloc_profile_dump("/nonexistent-dir/heap.pb"), -1);
+  EXPECT_EQ(errno, ENOENT);
+}
+
+TEST(ProfileApiErrors, AMeanAboveOneTebibyteIsRefusedWithEinval) {
+  errno = 0;
+  EXPECT_EQ(poolalloc_profile_sample((std::size_t{1} << 40) + 1), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+}  // namespace

@@ -1,0 +1,156 @@
+// The program that the heap profile's tests (profile_options_test.cpp) run under the preloaded
+// library, set up by POOLALLOC_PROFILE_* variables as users set it up:
+//   profile_probe live      64 MiB live in blocks of 64 bytes at probe_live_site, then exits
+//   profile_probe every     64 MiB allocated and freed in blocks of 1 KiB at probe_churn_site
+//   profile_probe peak      64 MiB live at probe_live_site, freed, then 8 MiB at probe_after_peak
+//   profile_probe signal    raises POOLALLOC_PROFILE_SIGNAL's SIGUSR2 20 times while two threads
+//                           allocate and free, then exits
+//   profile_probe fork      forks 40 children, each allocating then dumping, while two threads
+//                           allocate and a third dumps in a loop; exits 0 when every child did
+// and, as a game that links the library drives it through the C API (poolalloc.h), with
+// sampling turned on by poolalloc_profile_sample(512 KiB) and a dump to the file `call.pb` by
+// poolalloc_profile_dump:
+//   profile_probe api-live     32 MiB live in blocks of 64 bytes at probe_live_site
+//   profile_probe api-freed    the same, freed by four other threads before the dump
+//   profile_probe api-off      the same with sampling turned off again first
+// It exits with 1 when something it checks fails.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "poolalloc/poolalloc.h"
+
+// The sites have external linkage: go tool pprof 1.19 names no function of an anonymous
+// namespace.
+__attribute__((noinline)) void* probe_live_site(std::size_t size) {
+  return std::malloc(size);
+}
+__attribute__((noinline)) void* probe_churn_site(std::size_t size) {
+  return std::malloc(size);
+}
+__attribute__((noinline)) void* probe_after_peak(std::size_t size) {
+  return std::malloc(size);
+}
+
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+std::vector<void*> allocate(std::size_t bytes, std::size_t size, void* (*site)(std::size_t)) {
+  std::vector<void*> blocks(bytes / size);
+  for (void*& block : blocks) {
+    block = site(size);
+    std::memset(block, 1, 8);
+  }
+  return blocks;
+}
+
+void release(std::vector<void*>& blocks) {
+  for (void* block : blocks) std::free(block);
+  blocks.clear();
+}
+
+// Two threads that allocate and free until `stop`.
+struct Churners {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  Churners() {
+    for (int t = 0; t < 2; ++t)
+      threads.emplace_back([this] {
+        while (!stop.load()) {
+          std::vector<void*> blocks = allocate(kMiB, 256, probe_churn_site);
+          release(blocks);
+        }
+      });
+  }
+  ~Churners() {
+    stop = true;
+    for (std::thread& thread : threads) thread.join();
+  }
+};
+
+void free_from_other_threads(std::vector<void*>& blocks) {
+  std::vector<std::thread> freers;
+  for (std::size_t t = 0; t < 4; ++t)
+    freers.emplace_back([&blocks, t] {
+      for (std::size_t i = t; i < blocks.size(); i += 4) std::free(blocks[i]);
+    });
+  for (std::thread& thread : freers) thread.join();
+  blocks.clear();
+}
+
+int fork_while_dumping() {
+  Churners churners;
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed_dumps{0};
+  const std::string path = "dump-loop.pb";
+  std::thread dumper([&] {
+    while (!stop.load())
+      if (poolalloc_profile_dump(path.c_str()) != 0 && errno != EAGAIN) ++failed_dumps;
+  });
+  int failed_children = 0;
+  for (int i = 0; i < 40; ++i) {
+    const pid_t child = fork();
+    if (child == 0) {
+      std::vector<void*> blocks = allocate(4 * kMiB, 64, probe_live_site);
+      const std::string own = "child-" + std::to_string(i) + ".pb";
+      _exit(poolalloc_profile_dump(own.c_str()) == 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed_children;
+  }
+  stop = true;
+  dumper.join();
+  std::printf("failed children %d, failed dumps %d\n", failed_children, failed_dumps.load());
+  return failed_children == 0 && failed_dumps == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "live") {
+    std::vector<void*> blocks = allocate(64 * kMiB, 64, probe_live_site);
+    return 0;
+  }
+  if (mode == "every") {
+    for (int round = 0; round < 8; ++round) {
+      std::vector<void*> blocks = allocate(8 * kMiB, 1024, probe_churn_site);
+      release(blocks);
+    }
+    return 0;
+  }
+  if (mode == "peak") {
+    std::vector<void*> blocks = allocate(64 * kMiB, 64, probe_live_site);
+    release(blocks);
+    blocks = allocate(8 * kMiB, 64, probe_after_peak);
+    return 0;
+  }
+  if (mode == "signal") {
+    Churners churners;
+    for (int i = 0; i < 20; ++i) {
+      std::vector<void*> blocks = allocate(kMiB, 64, probe_live_site);
+      raise(SIGUSR2);
+    }
+    return 0;
+  }
+  if (mode == "fork") return fork_while_dumping();
+  if (mode.rfind("api-", 0) == 0) {
+    poolalloc_profile_sample(mode == "api-off" ? 0 : 512 * 1024);
+    std::vector<void*> blocks = allocate(32 * kMiB, 64, probe_live_site);
+    if (mode == "api-freed") free_from_other_threads(blocks);
+    return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
+  std::fprintf(stderr,
+               "usage: profile_probe live|every|peak|signal|fork|api-live|api-freed|api-off\n");
+  return 1;
+}
