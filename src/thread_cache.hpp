@@ -141,12 +141,12 @@ class ThreadCache {
   // First, so that the fast path finds the bin of class cls at t_cache + 32 * cls.
   CacheBin bins_[kClassCount];
   void** slots_ = nullptr;  // kSlotCount pointers, the cache's from when it is first made
-  // Mallocs and frees that may pass before the thread's next look at the clock; 0 in the empty
-  // cache, whose bins send every call to the slow path before it is counted.
-  std::uint32_t calls_before_clock_ = 0;
   // Bytes that mallocs may ask for before the next sample of the heap profile; far more than any
   // program allocates while it is off (heap_sampler.hpp).
   std::int64_t bytes_before_sample_ = 0;
+  // Mallocs and frees that may pass before the thread's next look at the clock; 0 in the empty
+  // cache, whose bins send every call to the slow path before it is counted.
+  std::uint32_t calls_before_clock_ = 0;
 
  public:
   ThreadCache* next = nullptr;  // in the registry of live caches
@@ -176,8 +176,8 @@ class ThreadCache {
   std::uint32_t bins_left_to_empty = 0;
   // The heap profile's sampler (heap_sampler.cpp): the state of the thread's random draws, and
   // the sampling settings it drew its countdown under.
-  std::uint64_t sample_random = 0;
   std::uint32_t sample_settings = 0;
+  std::uint64_t sample_random = 0;
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
