@@ -19,6 +19,8 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # poolalloc_<version>_<architecture>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # Depends: from dpkg-shlibdeps (libc6)
+# The heap profile loads libunwind when it is turned on, for whole call stacks (one frame without).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS libunwind8)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # a shlibs file: libpoolalloc 0 poolalloc (>= version)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 # dpkg runs ldconfig once after all packages of a run, by its trigger.

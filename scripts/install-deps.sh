@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
-  # the heap profile's call stacks (libunwind), and go tool pprof with graphviz to read profiles
-  libunwind-dev golang-go graphviz
+  # the heap profile's call stacks (libunwind, loaded when profiling is on), and go tool pprof
+  # with graphviz to read profiles
+  libunwind8 golang-go graphviz
   # checks
   clang-format clang-tidy
   # the toolkit's tests for Windows: mingw-w64 (posix threads, for std::thread) and wine to run

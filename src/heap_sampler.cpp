@@ -1,10 +1,10 @@
 #include "heap_sampler.hpp"
 
 #include <cerrno>
-#include <cmath>
 
 #include "heap_profile.hpp"
 #include "large_blocks.hpp"
+#include "sampling_math.hpp"
 #include "size_classes.hpp"
 #include "stack_capture.hpp"
 #include "system_forwarding.hpp"
@@ -24,13 +24,14 @@ std::int64_t draw_distance(std::uint64_t& state, std::int64_t mean) {
   state ^= state >> 27;
   const std::uint64_t bits = (state * 0x2545F4914F6CDD1DULL) >> 11;
   const double uniform = static_cast<double>(bits + 1) * 0x1.0p-53;
-  const double distance = -std::log(uniform) * static_cast<double>(mean);
+  const double distance = -natural_log(uniform) * static_cast<double>(mean);
   return distance < 1 ? 1 : static_cast<std::int64_t>(distance);
 }
 
 }  // namespace
 
 void set_sample_mean(std::int64_t mean) {
+  if (mean > 0) load_stack_unwinder();
   g_sample_mean.store(mean < 0 ? 0 : mean, std::memory_order_relaxed);
   g_settings.fetch_add(1, std::memory_order_relaxed);
   // The calling thread's next malloc goes to the slow path, which draws its countdown: the

@@ -27,7 +27,8 @@ inline constexpr std::int64_t kNoSampleBytes = INT64_MAX;
 // The mean distance between samples in bytes; 0 while sampling is off (the default).
 inline constinit std::atomic<std::int64_t> g_sample_mean{0};
 
-// Sets the mean (0: off). The calling thread draws its countdown again at its next malloc, the
+// Sets the mean (0: off), and loads the unwinder when it turns sampling on: called from the
+// library's constructor or from the program, never from inside malloc (stack_capture.hpp). The calling thread draws its countdown again at its next malloc, the
 // others at their next slow path (within a few thousand mallocs: decay's look at the clock
 // sends every thread there that often).
 void set_sample_mean(std::int64_t mean);

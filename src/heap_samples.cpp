@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstring>
 
 #include "lock.hpp"
 #include "os.hpp"
+#include "sampling_math.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -149,9 +149,9 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean,
                    const void* const* frames, std::uint32_t depth, std::uint32_t tag,
                    SampleTotals& totals) {
   // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
-  const double chance = -std::expm1(-static_cast<double>(size) / static_cast<double>(mean));
-  const auto objects = static_cast<std::int64_t>(std::llround(kCountUnit / chance));
-  const auto bytes = static_cast<std::int64_t>(std::llround(static_cast<double>(size) / chance));
+  const double chance = chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
+  const auto objects = static_cast<std::int64_t>(static_cast<double>(kCountUnit) / chance + 0.5);
+  const auto bytes = static_cast<std::int64_t>(static_cast<double>(size) / chance + 0.5);
   const std::uint64_t hash = hash_of(frames, depth, tag);
   TryLockGuard guard(g_lock);
   if (!guard.locked() || !make_room()) return false;

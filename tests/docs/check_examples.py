@@ -108,7 +108,7 @@ def check_block(page, block, options, inputs_digest, expected):
             if links:
                 # The archive's objects are C++: a C program needs the C++ runtime too, which
                 # CMake adds by linking with the C++ driver.
-                command += [options.library, "-Wl,--undefined=malloc", "-pthread", "-ldl", "-lunwind", "-lm"]
+                command += [options.library, "-Wl,--undefined=malloc", "-pthread", "-ldl"]
                 command += ["-lstdc++"] if language == "c" else []
         else:
             command += ["-c", str(source), "-o", str(binary)]
