@@ -46,15 +46,15 @@ void* reallocate(void* p, std::size_t size) {
     report_if_cached(p, "realloc");
     return system_realloc(p, size);
   }
-  const unsigned cls = handed_out_class_or_report(p, "realloc");
-  if (is_marked_free(p)) report_double_free("realloc", p, cls);
-  const std::size_t old_size = class_size(cls);
-  if (size <= old_size && class_of(size) == cls) return p;
+  const unsigned bin = handed_out_bin_or_report(p, "realloc");
+  if (is_marked_free(p)) report_double_free("realloc", p, bin);
+  const std::size_t old_size = bin_block_size(bin);
+  if (size <= old_size && class_of(size) == bin_class(bin)) return p;
   void* moved = allocate(size);
   if (moved == nullptr) return nullptr;  // errno is ENOMEM; the old block is untouched
   // Programs may have written the whole usable size, not just what they asked for.
   std::memcpy(moved, p, size < old_size ? size : old_size);
-  pool_deallocate(p, cls);
+  pool_deallocate(p, bin);
   return moved;
 }
 

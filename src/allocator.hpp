@@ -26,54 +26,57 @@ void free_unpooled(void* p);
 
 // malloc's fast path: a table lookup, a handful of loads and stores to thread-local memory, no
 // lock and no atomic read-modify-write. As exported (g++ 12 -O3, x86-64; objdump of
-// libpoolalloc.so) it is 25 instructions before its ret: size check 2, class lookup 4, bin
+// libpoolalloc.so) it is 26 instructions before its ret: size check 2, class lookup 4, the
+// thread's memory tag 1 (an add of its bins' offset to the class, thread_cache.hpp), bin
 // address 3, pop 15 of which 3 are the second look at bottom that lets other threads reclaim
 // the bin, 3 the statistics' count and 2 the countdown to the thread's next look at the clock
 // (decay.hpp), clearing the mark 1.
 inline void* allocate(std::size_t size) {
   if (size <= g_pooled_limit) [[likely]] {
-    if (void* block = t_cache->pop(class_of(size))) [[likely]]
+    if (void* block = t_cache->pop(t_cache->current_bin(class_of(size)))) [[likely]]
       return block;
   }
   return allocate_slow(size);
 }
 
-// A block of class `cls`, or nullptr when the pools cannot serve it.
+// A block of class `cls`, charged to the thread's current tag, or nullptr when the pools cannot
+// serve it.
 inline void* pool_allocate(unsigned cls) {
-  if (void* block = t_cache->pop(cls)) [[likely]]
+  if (void* block = t_cache->pop(t_cache->current_bin(cls))) [[likely]]
     return block;
   return refill_and_allocate(cls);
 }
 
-inline void pool_deallocate(void* block, unsigned cls) {
-  if (!t_cache->push(cls, block)) [[unlikely]]
-    flush_and_deallocate(cls, block);
+// Gives back a block of bin `bin` (the tag its malloc charged, whichever thread frees it).
+inline void pool_deallocate(void* block, unsigned bin) {
+  if (!t_cache->push(bin, block)) [[unlikely]]
+    flush_and_deallocate(bin, block);
 }
 
-// The class of p, a pointer that region_owns() accepted, when p is a block that malloc handed
-// out; anything else is reported, naming `operation`, and the program aborts.
-inline unsigned handed_out_class_or_report(const void* p, const char* operation) {
+// The bin (class and tag) of p, a pointer that region_owns() accepted, when p is a block that
+// malloc handed out; anything else is reported, naming `operation`, and the program aborts.
+inline unsigned handed_out_bin_or_report(const void* p, const char* operation) {
   const HandedOutBlock block = decode_handed_out_block(p);
   if (!block.handed_out) [[unlikely]]
     report_invalid_pointer(operation, p);
-  return block.cls;
+  return block.bin;
 }
 
 // free's fast path: 38 instructions before its ret (region check 6, the span's record 5, the
 // check that the block was handed out, below the span's carved end 3, and is a block start 5,
-// the class 1, bin address 5, push 13 with the countdown to the look at the clock (2) and the
-// double-free check, which compares the lower half
-// of the block's second word with its mark's: one compare finds both marks, wherever a
+// the bin 1 (class and memory tag: the span's, so the tag its malloc charged), bin address 5, push
+// 13 with the countdown to the look at the clock (2) and the double-free check, which compares the
+// lower half of the block's second word with its mark's: one compare finds both marks, wherever a
 // block freed already waits, free_block_marks.hpp). The check rejects, before a
 // cache could hand it out to a second owner, a block start past its span's carved end above all.
 //
-// A malloc(64)/free pair in a loop measures 80 instructions under callgrind (79.1 where it was
-// 73.0 before the countdown), the loop's own and the looks at the clock and decay steps that a
-// single-threaded program's calls run included: scripts/fastpath-instructions.sh, which a test
-// holds to this figure.
+// A malloc(64)/free pair in a loop measures 81 instructions under callgrind (80.1: 79.1 before
+// the memory tags' add, 73.0 before the countdown), the loop's own and the looks at the clock
+// and decay steps that a single-threaded program's calls run included:
+// scripts/fastpath-instructions.sh, which a test holds to this figure.
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
-    pool_deallocate(p, handed_out_class_or_report(p, "free"));
+    pool_deallocate(p, handed_out_bin_or_report(p, "free"));
     return;
   }
   free_unpooled(p);  // also nullptr, which it ignores

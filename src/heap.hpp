@@ -12,6 +12,7 @@
 #else
 #include "allocator.hpp"
 #include "stats.hpp"
+#include "tag_registry.hpp"
 #endif
 
 namespace poolalloc::internal {
@@ -36,6 +37,11 @@ struct ReleaseHeap {
   static void print_stats(int fd) { internal::print_stats(fd); }
   static void malloc_stats() { print_malloc_stats(); }
   static poolalloc_stats stats() { return collect_stats(); }
+  static int tag_register(const char* name) { return register_tag(name); }
+  static int tag_push(int id) { return push_tag(id); }
+  static int tag_pop() { return pop_tag(); }
+  static int tag_current() { return current_tag(); }
+  static bool tag_stats(int id, poolalloc_tag_stats& out) { return collect_tag_stats(id, out); }
   static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
   static struct mallinfo mallinfo() { return pooled_mallinfo(); }
   static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }
