@@ -7,11 +7,13 @@
 #include <malloc.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <string>
@@ -187,6 +189,57 @@ TEST(MemoryTags, EachMallocChargesItsTagAndEachFreeFromAnyThreadDischargesIt) {
   EXPECT_EQ(stats.live_blocks, 0u);
   EXPECT_EQ(stats.live_bytes, 0u);
   EXPECT_GE(stats.peak_bytes, 48000u) << "the peak stays";
+}
+
+// A span serves one tag: blocks of one size class under two tags never share a span, so a
+// block's span says its tag.
+TEST(MemoryTags, BlocksOfTwoTagsNeverShareASpan) {
+  const int first = new_tag("SpanFirst");
+  const int second = new_tag("SpanSecond");
+  constexpr int kBlocks = 3000;  // more than a 128 KiB span holds of 48-byte blocks
+  std::vector<void*> a(kBlocks), b(kBlocks);
+  for (int i = 0; i < kBlocks; ++i) {
+    poolalloc_tag_push(first);
+    a[i] = malloc(48);
+    poolalloc_tag_pop();
+    poolalloc_tag_push(second);
+    b[i] = malloc(48);
+    poolalloc_tag_pop();
+  }
+  std::vector<std::uintptr_t> spans_a, spans_b;
+  for (int i = 0; i < kBlocks; ++i) {
+    spans_a.push_back(reinterpret_cast<std::uintptr_t>(a[i]) >> 17);
+    spans_b.push_back(reinterpret_cast<std::uintptr_t>(b[i]) >> 17);
+  }
+  std::sort(spans_a.begin(), spans_a.end());
+  std::sort(spans_b.begin(), spans_b.end());
+  std::vector<std::uintptr_t> shared;
+  std::set_intersection(spans_a.begin(), spans_a.end(), spans_b.begin(), spans_b.end(),
+                        std::back_inserter(shared));
+  EXPECT_TRUE(shared.empty()) << shared.size() << " spans hold blocks of both tags";
+  for (int i = 0; i < kBlocks; ++i) {
+    free(a[i]);
+    free(b[i]);
+  }
+  EXPECT_EQ(stats_of(first).live_blocks, 0u);
+  EXPECT_EQ(stats_of(second).live_blocks, 0u);
+}
+
+// The statistics' totals count the blocks of every tag.
+TEST(MemoryTags, PoolallocStatsCountTaggedBlocksToo) {
+  const int tag = new_tag("Totals");
+  std::vector<void*> blocks(1000);
+  poolalloc_stats before{}, during{}, after{};
+  ASSERT_EQ(poolalloc_get_stats(&before), 0);
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  for (void*& p : blocks) p = malloc(96);
+  ASSERT_EQ(poolalloc_tag_pop(), tag);
+  ASSERT_EQ(poolalloc_get_stats(&during), 0);
+  for (void* p : blocks) free(p);
+  ASSERT_EQ(poolalloc_get_stats(&after), 0);
+  EXPECT_EQ(during.pooled_live - before.pooled_live, 1000u);
+  EXPECT_EQ(during.pooled_requests - before.pooled_requests, 1000u);
+  EXPECT_EQ(after.pooled_live, before.pooled_live);
 }
 
 // live_bytes counts a pooled block's usable bytes: a request rounded up to its size class counts
