@@ -13,8 +13,9 @@
 namespace poolalloc::internal {
 
 void* allocate_slow(std::size_t size, const void* site) {
-  if (sample_due(size)) [[unlikely]]
-    return allocate_sampled(size, kMinAlignment, site);
+  if (count_malloc_bytes(size)) [[unlikely]]
+    return allocate_sampled(size, kMinAlignment,
+                            site != nullptr ? site : __builtin_return_address(0));
   // g_pooled_limit is 0 until the allocator is initialised.
   const bool pooled = size <= g_pooled_limit || (size <= kLargestClassSize && g_pooled_limit == 0 &&
                                                  ensure_initialised() && size <= g_pooled_limit);
@@ -36,7 +37,7 @@ void free_unpooled(void* p) {
 void* allocate_zeroed(std::size_t size, const void* site) {
   if (size > g_pooled_limit) {
     count_call_outside_pools();
-    if (!sample_due(size)) [[likely]]
+    if (!count_malloc_bytes(size)) [[likely]]
       return system_calloc(size);
     void* block = allocate_sampled(size, kMinAlignment, site);
     if (block != nullptr) std::memset(block, 0, size);
@@ -57,7 +58,7 @@ void* reallocate(void* p, std::size_t size, const void* site) {
     // address and sample it.
     forget_if_sampled(p);
     void* moved = system_realloc(p, size);
-    if (moved == nullptr || !sample_due(size)) [[likely]]
+    if (moved == nullptr || !count_malloc_bytes(size)) [[likely]]
       return moved;
     // Sampled: moved once more, into a block the sampler records.
     void* sampled = allocate_sampled(size, kMinAlignment, site);
@@ -66,21 +67,21 @@ void* reallocate(void* p, std::size_t size, const void* site) {
     free_outside_pools(moved);
     return sampled;
   }
-  const unsigned cls = handed_out_class_or_report(p, "realloc");
-  if (is_marked_free(p)) report_double_free("realloc", p, cls);
-  const std::size_t old_size = class_size(cls);
-  if (size <= old_size && class_of(size) == cls) return p;
+  const unsigned bin = handed_out_bin_or_report(p, "realloc");
+  if (is_marked_free(p)) report_double_free("realloc", p, bin);
+  const std::size_t old_size = bin_block_size(bin);
+  if (size <= old_size && class_of(size) == bin_class(bin)) return p;
   void* moved = allocate(size, site);
   if (moved == nullptr) return nullptr;  // errno is ENOMEM; the old block is untouched
   // Programs may have written the whole usable size, not just what they asked for.
   std::memcpy(moved, p, size < old_size ? size : old_size);
-  pool_deallocate(p, cls);
+  pool_deallocate(p, bin);
   return moved;
 }
 
 void* allocate_aligned(std::size_t alignment, std::size_t size, const void* site) {
   if (alignment <= kMinAlignment) return allocate(size, site);
-  if (sample_due(size)) [[unlikely]]
+  if (count_malloc_bytes(size)) [[unlikely]]
     return allocate_sampled(size, alignment, site);
   // Spans start on kSpanSize boundaries, so the blocks of a class whose size is a multiple of
   // the alignment are all aligned; every power of two up to 32 KiB is such a class.

@@ -17,6 +17,8 @@
 #include "span_carving.hpp"
 #include "stats.hpp"
 #include "system_forwarding.hpp"
+#include "tag_registry.hpp"
+#include "tagged_system_blocks.hpp"
 #include "thread_cache.hpp"
 
 namespace poolalloc::internal {
@@ -50,10 +52,12 @@ constinit bool g_locked_for_fork = false;
 void prepare_fork() {
   decay_thread_prepare_fork();
   if (__libc_single_threaded) return;
+  lock_tag_registry_for_fork();
   lock_thread_caches_for_fork();
   lock_central_lists_for_fork();
   lock_span_carving_for_fork();
   lock_large_blocks_for_fork();
+  lock_tagged_system_blocks_for_fork();
   lock_samples_for_fork();
   g_locked_for_fork = true;
 }
@@ -65,6 +69,8 @@ void release_after_fork(bool in_child) {
   unlock_span_carving_after_fork(in_child);
   unlock_central_lists_after_fork(in_child);
   unlock_large_blocks_after_fork(in_child);
+  unlock_tagged_system_blocks_after_fork(in_child);
+  unlock_tag_registry_after_fork(in_child);
   unlock_samples_after_fork(in_child);
 }
 

@@ -13,6 +13,7 @@
 #include "os.hpp"
 #include "pool_region.hpp"
 #include "span_carving.hpp"
+#include "tag_registry.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -48,21 +49,25 @@ constexpr std::uint32_t stack_capacity(unsigned cls) {
   return std::min(kStackBlocks, static_cast<std::uint32_t>(kStackBytes / class_size(cls)));
 }
 
-// Where each class's stack starts in g_stack_slots.
+// Where each class's stack starts in a tag's stack slots.
 constexpr auto kStackOffsets = [] {
   std::array<std::uint32_t, kClassCount + 1> offsets{};
   for (unsigned cls = 0; cls < kClassCount; ++cls)
     offsets[cls + 1] = offsets[cls] + stack_capacity(cls);
   return offsets;
 }();
+constexpr std::size_t kTagStackBytes = kStackOffsets[kClassCount] * sizeof(void*);
 
-// Every class's stack, about 3.5 MiB of pointers; a page is touched once the stack reaches it.
+// The untagged classes' stacks, about 3.5 MiB of pointers; a page is touched once the stack
+// reaches it. A registered tag's are mapped as it is registered (map_tag_stacks): address space
+// only, until its stacks reach their pages.
 void* g_stack_slots[kStackOffsets[kClassCount]];
+void** g_tag_stack_slots[kTagCount] = {g_stack_slots};
 
-// The stack of class `cls`: stack_of(cls)[0, stacked) are free blocks, the latest given back on
-// top.
-void** stack_of(unsigned cls) {
-  return &g_stack_slots[kStackOffsets[cls]];
+// The stack of bin `bin`: stack_of(bin)[0, stacked) are free blocks, the latest given back on
+// top. Of a registered tag only: its slots were stored before its id was published.
+void** stack_of(unsigned bin) {
+  return g_tag_stack_slots[bin_tag(bin)] + kStackOffsets[bin_class(bin)];
 }
 
 // The page of a span that `offset` bytes from its start falls in.
@@ -92,7 +97,7 @@ void* carve_block(Span& span) {
   return block;
 }
 
-struct alignas(64) ClassList {
+struct alignas(64) BinList {
   Lock lock;  // third in the lock order (lock.hpp)
   // Blocks given back while the lock was held for fork(), linked through their first word and
   // marked orphaned (free_block_marks.hpp): pushed without the lock, drained into their spans by
@@ -109,12 +114,12 @@ struct alignas(64) ClassList {
   // of their class from emptying, and a level of other sizes loaded next would fault in spans of
   // its own (96 MiB of 64-byte objects freed, then 96 MiB of 96-byte ones allocated: 24,595
   // faults, RSS doubled).
-  Span* span_with_free_blocks(unsigned cls) {
+  Span* span_with_free_blocks(unsigned bin) {
     if (partial != nullptr) return partial;
     if (g_all_stacks_bytes.load(std::memory_order_relaxed) > kDrainStacksBytes &&
         retained_bytes() == 0)
       request_stack_drain();
-    Span* span = carve_span(cls);
+    Span* span = carve_span(bin);
     if (span == nullptr) return nullptr;
     ++counters.spans;
     dlist_push(partial, *span);
@@ -123,12 +128,12 @@ struct alignas(64) ClassList {
   // Carves up to `wanted` blocks into blocks[0, n), touching at most `first_touches_left` pages
   // not written before (take_blocks), and returns n, the lowest address last: a thread cache
   // hands out from the end, so the program gets them in address order.
-  std::uint32_t carve_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
+  std::uint32_t carve_blocks(unsigned bin, void** blocks, std::uint32_t wanted,
                              std::uint32_t first_touches_left) {
     std::uint32_t count = 0;
     bool page_limit_reached = false;
     while (count < wanted && !page_limit_reached) {
-      Span* span = span_with_free_blocks(cls);
+      Span* span = span_with_free_blocks(bin);
       if (span == nullptr) break;
       while (count < wanted && !span->blocks.full()) {
         if (span->blocks.next_is_never_used()) {
@@ -144,7 +149,7 @@ struct alignas(64) ClassList {
         }
         blocks[wanted - ++count] = carve_block(*span);
       }
-      carved_end_of(*span).store(span->blocks.initialised_count() * class_size(cls),
+      carved_end_of(*span).store(span->blocks.initialised_count() * bin_block_size(bin),
                                  std::memory_order_relaxed);
       if (span->blocks.full()) dlist_unlink(partial, *span);
     }
@@ -152,6 +157,7 @@ struct alignas(64) ClassList {
     counters.blocks_out += count;
     counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
     count_blocks_out(count);
+    if (count != 0) charge_tag(bin_tag(bin), std::uint64_t{count} * bin_block_size(bin));
     return count;
   }
   // Puts the blocks back into their spans; returns the spans that became empty, linked
@@ -160,17 +166,20 @@ struct alignas(64) ClassList {
   // still recognised, and one whose bit says it is there already (freed twice, its mark written
   // over in between) is reported. `purged`: the blocks' pages went back to the OS meanwhile
   // (purge_free_blocks), so they do not make their spans unpurged.
-  Span* return_to_spans(unsigned cls, void* const* blocks, std::uint32_t count,
+  Span* return_to_spans(unsigned bin, void* const* blocks, std::uint32_t count,
                         bool purged = false) {
     Span* to_release = nullptr;
     counters.blocks_out -= count;
     g_all_blocks_out.fetch_sub(count, std::memory_order_relaxed);
+    // Purged blocks were taken out by take_unpurged, which did not charge the tag for them.
+    if (count != 0 && !purged)
+      discharge_tag(bin_tag(bin), std::uint64_t{count} * bin_block_size(bin));
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks[i];
       Span& span = span_of(block);
       const bool was_full = span.blocks.full();
       if (!span.blocks.give_back(block_index_of(span, block), bitmap_of(span))) [[unlikely]]
-        report_double_free("free", block, cls);
+        report_double_free("free", block, bin);
       if (was_full) dlist_push(partial, span);
       if (!purged) span.unpurged = true;
       if (!span.blocks.empty()) continue;
@@ -181,14 +190,14 @@ struct alignas(64) ClassList {
     return to_release;
   }
   // Under the lock: the orphaned blocks back into their spans (see return_to_spans).
-  Span* drain_orphans(unsigned cls) {
+  Span* drain_orphans(unsigned bin) {
     if (orphans.load(std::memory_order_relaxed) == nullptr) return nullptr;
     Span* to_release = nullptr;
     for (void* block = orphans.exchange(nullptr, std::memory_order_acquire); block != nullptr;) {
-      check_orphan(block, cls);
+      check_orphan(block, bin);
       void* next = next_orphan(block);
       set_mark(block);
-      list_splice(to_release, return_to_spans(cls, &block, 1));
+      list_splice(to_release, return_to_spans(bin, &block, 1));
       block = next;
     }
     return to_release;
@@ -203,16 +212,17 @@ struct alignas(64) ClassList {
                                             std::memory_order_relaxed));
   }
   // Under the lock: onto the stack while it has room, the rest into the spans.
-  Span* file(unsigned cls, void* const* blocks, std::uint32_t count) {
+  Span* file(unsigned bin, void* const* blocks, std::uint32_t count) {
     const std::size_t all = g_all_stacks_bytes.load(std::memory_order_relaxed);
     const auto room = static_cast<std::uint32_t>(
-        all < kAllStacksBytes ? (kAllStacksBytes - all) / class_size(cls) : 0);
-    const std::uint32_t stacking = std::min({count, stack_capacity(cls) - stacked, room});
-    std::copy_n(blocks, stacking, stack_of(cls) + stacked);
+        all < kAllStacksBytes ? (kAllStacksBytes - all) / bin_block_size(bin) : 0);
+    const std::uint32_t stacking =
+        std::min({count, stack_capacity(bin_class(bin)) - stacked, room});
+    std::copy_n(blocks, stacking, stack_of(bin) + stacked);
     stacked += stacking;
-    g_all_stacks_bytes.fetch_add(std::size_t{stacking} * class_size(cls),
+    g_all_stacks_bytes.fetch_add(std::size_t{stacking} * bin_block_size(bin),
                                  std::memory_order_relaxed);
-    return return_to_spans(cls, blocks + stacking, count - stacking);
+    return return_to_spans(bin, blocks + stacking, count - stacking);
   }
   // Under the lock, for purge_free_blocks: takes every block that came back to the first span
   // whose blocks came back since its last purge out of its bitmap into blocks[0, n), as if
@@ -238,15 +248,16 @@ struct alignas(64) ClassList {
     return 0;
   }
   // Under the lock: up to `most` of the stacked blocks (the latest) into their spans.
-  Span* unstack(unsigned cls, std::uint32_t most) {
+  Span* unstack(unsigned bin, std::uint32_t most) {
     const std::uint32_t count = std::min(most, stacked);
     stacked -= count;
-    g_all_stacks_bytes.fetch_sub(std::size_t{count} * class_size(cls), std::memory_order_relaxed);
-    return return_to_spans(cls, stack_of(cls) + stacked, count);
+    g_all_stacks_bytes.fetch_sub(std::size_t{count} * bin_block_size(bin),
+                                 std::memory_order_relaxed);
+    return return_to_spans(bin, stack_of(bin) + stacked, count);
   }
 };
 
-ClassList g_classes[kClassCount];
+BinList g_bins[kBinCount];
 
 void release_all(Span* spans) {
   while (Span* span = list_pop(spans)) release_span(*span);
@@ -254,28 +265,29 @@ void release_all(Span* spans) {
 
 }  // namespace
 
-std::uint32_t take_blocks(unsigned cls, void** blocks, std::uint32_t wanted,
+std::uint32_t take_blocks(unsigned bin, void** blocks, std::uint32_t wanted,
                           std::uint32_t first_touches_most) {
-  ClassList& list = g_classes[cls];
+  BinList& list = g_bins[bin];
   std::uint32_t count = 0;
   Span* to_release = nullptr;
   {
     TryLockGuard guard(list.lock);
     if (!guard.locked()) return 0;  // held for fork(): the caller forwards to the system
-    to_release = list.drain_orphans(cls);
+    to_release = list.drain_orphans(bin);
     count = std::min(wanted, list.stacked);
     list.stacked -= count;
-    g_all_stacks_bytes.fetch_sub(std::size_t{count} * class_size(cls), std::memory_order_relaxed);
-    std::copy_n(stack_of(cls) + list.stacked, count, blocks);
-    count += list.carve_blocks(cls, blocks + count, wanted - count, first_touches_most);
+    g_all_stacks_bytes.fetch_sub(std::size_t{count} * bin_block_size(bin),
+                                 std::memory_order_relaxed);
+    std::copy_n(stack_of(bin) + list.stacked, count, blocks);
+    count += list.carve_blocks(bin, blocks + count, wanted - count, first_touches_most);
   }
   release_all(to_release);
   return count;
 }
 
-void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count) {
+void give_blocks(unsigned bin, void* const* blocks, std::uint32_t count) {
   if (count == 0) return;
-  ClassList& list = g_classes[cls];
+  BinList& list = g_bins[bin];
   Span* to_release = nullptr;
   {
     TryLockGuard guard(list.lock);
@@ -283,8 +295,8 @@ void give_blocks(unsigned cls, void* const* blocks, std::uint32_t count) {
       list.orphan(blocks, count);  // held for fork(): the next holder files them
       return;
     }
-    to_release = list.drain_orphans(cls);
-    list_splice(to_release, list.file(cls, blocks, count));
+    to_release = list.drain_orphans(bin);
+    list_splice(to_release, list.file(bin, blocks, count));
   }
   release_all(to_release);  // outside the class lock: madvise is a system call
 }
@@ -297,8 +309,9 @@ constexpr std::uint32_t kBlocksPerLockHold = 256;
 
 bool empty_central_stacks(std::uint32_t most_blocks) {
   bool emptied = false;
-  for (unsigned cls = 0; cls < kClassCount && most_blocks != 0; ++cls) {
-    ClassList& list = g_classes[cls];
+  const unsigned bins = registered_bins();
+  for (unsigned bin = 0; bin < bins && most_blocks != 0; ++bin) {
+    BinList& list = g_bins[bin];
     // As many blocks as are stacked at the start: those stacked meanwhile wait for the next step.
     bool first = true;
     for (std::uint32_t left = 0; first || left != 0; first = false) {
@@ -307,10 +320,10 @@ bool empty_central_stacks(std::uint32_t most_blocks) {
         TryLockGuard guard(list.lock);
         if (!guard.locked()) break;  // held for fork(): nothing to trim now
         if (first) left = std::min(list.stacked, most_blocks);
-        to_release = list.drain_orphans(cls);
+        to_release = list.drain_orphans(bin);
         emptied |= list.stacked != 0;
         const std::uint32_t moving = std::min(left, kBlocksPerLockHold);
-        list_splice(to_release, list.unstack(cls, moving));
+        list_splice(to_release, list.unstack(bin, moving));
         left -= moving;
         most_blocks -= moving;
       }
@@ -320,9 +333,9 @@ bool empty_central_stacks(std::uint32_t most_blocks) {
   return emptied;
 }
 
-void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t count, bool purged) {
+void return_blocks_to_spans(unsigned bin, void* const* blocks, std::uint32_t count, bool purged) {
   if (count == 0) return;
-  ClassList& list = g_classes[cls];
+  BinList& list = g_bins[bin];
   Span* to_release = nullptr;
   {
     TryLockGuard guard(list.lock);
@@ -330,8 +343,8 @@ void return_blocks_to_spans(unsigned cls, void* const* blocks, std::uint32_t cou
       list.orphan(blocks, count);  // held for fork(): the next holder files them
       return;
     }
-    to_release = list.drain_orphans(cls);
-    list_splice(to_release, list.return_to_spans(cls, blocks, count, purged));
+    to_release = list.drain_orphans(bin);
+    list_splice(to_release, list.return_to_spans(bin, blocks, count, purged));
   }
   release_all(to_release);
 }
@@ -341,8 +354,9 @@ void purge_free_blocks() {
   constexpr unsigned kFirstClass = class_of_medium(kPageSize) + 1;
   constexpr std::uint32_t kMostPerSpan = kSpanSize / class_size(kFirstClass);
   static_assert(class_size(kFirstClass - 1) == kPageSize);
-  for (unsigned cls = kFirstClass; cls < kClassCount; ++cls) {
-    ClassList& list = g_classes[cls];
+  for (unsigned bin = 0, bins = registered_bins(); bin < bins; ++bin) {
+    if (bin_class(bin) < kFirstClass) continue;
+    BinList& list = g_bins[bin];
     // A span at a time: its free blocks out of its bitmap under the lock, their pages back to
     // the OS without it (a madvise each), then back into the bitmap under it again. A refill
     // that waits for the lock waits for one span's worth of bookkeeping, never for a madvise.
@@ -356,8 +370,8 @@ void purge_free_blocks() {
       }
       if (count == 0) break;
       for (std::uint32_t i = 0; i < count; ++i)
-        release_block_pages(static_cast<std::byte*>(blocks[i]), class_size(cls));
-      return_blocks_to_spans(cls, blocks, count, /*purged=*/true);
+        release_block_pages(static_cast<std::byte*>(blocks[i]), bin_block_size(bin));
+      return_blocks_to_spans(bin, blocks, count, /*purged=*/true);
     }
   }
 }
@@ -366,8 +380,8 @@ std::size_t central_stacks_bytes() {
   return g_all_stacks_bytes.load(std::memory_order_relaxed);
 }
 
-ClassCounters class_counters(unsigned cls) {
-  ClassList& list = g_classes[cls];
+ClassCounters class_counters(unsigned bin) {
+  BinList& list = g_bins[bin];
   // Held for fork(), the counters cannot change: read them as they are. (The forking thread
   // itself may be asking, from another library's fork handler.)
   TryLockGuard guard(list.lock);
@@ -380,12 +394,22 @@ std::uint64_t peak_blocks_out() {
   return g_all_peak_out.load(std::memory_order_relaxed);
 }
 
+bool map_tag_stacks(unsigned tag) {
+  auto* slots = static_cast<void**>(os_map(kTagStackBytes));
+  if (slots == nullptr) return false;
+  g_tag_stack_slots[tag] = slots;
+  return true;
+}
+
+// The tag registry is held for fork() before these: the registered bins stay as they are.
 void lock_central_lists_for_fork() {
-  for (ClassList& list : g_classes) list.lock.lock_for_fork();
+  for (unsigned bin = 0, bins = registered_bins(); bin < bins; ++bin)
+    g_bins[bin].lock.lock_for_fork();
 }
 
 void unlock_central_lists_after_fork(bool in_child) {
-  for (ClassList& list : g_classes) list.lock.unlock_after_fork(in_child);
+  for (unsigned bin = 0, bins = registered_bins(); bin < bins; ++bin)
+    g_bins[bin].lock.unlock_after_fork(in_child);
 }
 
 }  // namespace poolalloc::internal

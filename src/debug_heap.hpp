@@ -12,7 +12,10 @@
 #include <cstdio>
 
 #include "poolalloc/poolalloc.h"
+#include "stats.hpp"
 #include "system_forwarding.hpp"
+#include "tag_registry.hpp"
+#include "thread_cache.hpp"
 
 namespace poolalloc::internal {
 
@@ -37,6 +40,14 @@ struct DebugHeap {
   static void print_stats(int fd);
   static void malloc_stats();
   static poolalloc_stats stats();
+  // Memory tags are the release allocator's: a block is charged to the tag current at its malloc
+  // with its guard bytes (the release block under it), and discharged when it leaves the
+  // quarantine.
+  static int tag_register(const char* name) { return register_tag(name); }
+  static int tag_push(int id) { return push_tag(id); }
+  static int tag_pop() { return pop_tag(); }
+  static int tag_current() { return current_tag(); }
+  static bool tag_stats(int id, poolalloc_tag_stats& out) { return collect_tag_stats(id, out); }
   static struct mallinfo2 mallinfo2();
   static struct mallinfo mallinfo();
   static int malloc_info(int options, FILE* stream);

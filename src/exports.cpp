@@ -183,3 +183,27 @@ POOLALLOC_EXPORT int poolalloc_profile_sample(std::size_t mean_bytes) {
 POOLALLOC_EXPORT int poolalloc_profile_dump(const char* path) {
   return Heap::profile_dump(path);
 }
+
+POOLALLOC_EXPORT int poolalloc_tag_register(const char* name) {
+  return Heap::tag_register(name);
+}
+
+POOLALLOC_EXPORT int poolalloc_tag_push(int id) {
+  return Heap::tag_push(id);
+}
+
+POOLALLOC_EXPORT int poolalloc_tag_pop() {
+  return Heap::tag_pop();
+}
+
+POOLALLOC_EXPORT int poolalloc_tag_current() {
+  return Heap::tag_current();
+}
+
+POOLALLOC_EXPORT int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out) {
+  if (out == nullptr || !Heap::tag_stats(id, *out)) {
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}

@@ -12,10 +12,10 @@ void choose_free_block_key() {
   g_free_block_key = static_cast<std::uint32_t>(key) != 0 ? key : 0x5bd1e9955bd1e995u;
 }
 
-void check_orphan(void* block, unsigned cls) {
-  if (!region_owns(block) || class_of_block(block) != cls || !carries_mark(block, Waits::kOrphaned))
+void check_orphan(void* block, unsigned bin) {
+  if (!region_owns(block) || bin_of_block(block) != bin || !carries_mark(block, Waits::kOrphaned))
       [[unlikely]]
-    report_corrupted_free_list(block, cls);
+    report_corrupted_free_list(block, bin);
 }
 
 }  // namespace poolalloc::internal

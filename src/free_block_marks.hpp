@@ -92,8 +92,8 @@ inline void* next_orphan(void* block) {
   return reinterpret_cast<void*>(words_of(block)[0] ^ mark_of(block, Waits::kOrphaned));
 }
 
-// Reports a corrupted free list unless `block` is the start of a block of class `cls` in the
+// Reports a corrupted free list unless `block` is the start of a block of bin `bin` in the
 // pool region and carries its orphan mark. Before the orphan list's link is followed.
-void check_orphan(void* block, unsigned cls);
+void check_orphan(void* block, unsigned bin);
 
 }  // namespace poolalloc::internal

@@ -15,6 +15,8 @@
 #include "poolalloc/detail/message.hpp"
 #include "profile_format.hpp"
 #include "report_text.hpp"
+#include "sample_distance.hpp"
+#include "tag_registry.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -50,7 +52,7 @@ bool next_sample(void* context, ProfileSample* out) {
                        stack.alloc_bytes,
                        whole_count(stack.inuse_objects),
                        stack.inuse_bytes,
-                       nullptr};
+                       stack.tag == 0 ? nullptr : tag_name(stack.tag)};
   return true;
 }
 

@@ -86,7 +86,7 @@ struct CachedClass {
   std::uint32_t low_water;  // the fewest blocks since the last decay step
 };
 
-Lock g_lock;  // last in the lock order (lock.hpp): nothing else is taken or called under it
+Lock g_lock;  // sixth in the lock order (lock.hpp): nothing else is taken or called under it
 CachedClass g_classes[kClasses + 1];  // by class; [0] unused
 std::size_t g_held_bytes = 0;
 // The program break at start-up, where glibc's main heap begins (init_large_blocks).
@@ -186,13 +186,17 @@ void* allocate_large(std::size_t size) {
   if (size <= kLargestClassSize || size > kLargestCachedRequest) return system_malloc(size);
   const unsigned k = ceil_class(size);
   if (g_held_blocks.load(std::memory_order_relaxed) != 0) {
-    if (void* block = take(k)) return block;
+    if (void* block = take(k)) {
+      if (g_tags_pushed.load(std::memory_order_relaxed)) charge_system_block(block, size);
+      return block;
+    }
   }
   return system_malloc_rounded(size, class_bound(k));
 }
 
 void free_outside_pools(void* p) {
   if (p == nullptr) return;
+  discharge_system_block(p);
   // Kept only while the decay thread runs: its steps give the blocks back, whatever the program
   // does next (a program without it gives its large blocks to glibc as they are freed).
   if (decay_runs_in_background()) {

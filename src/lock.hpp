@@ -3,16 +3,22 @@
 //
 // Lock order. A thread holding a lock takes only locks later in this list, and the prepare
 // handlers of fork() acquire them in this order:
+//   -. before all: the tag registry lock (tag_registry.cpp); a registration takes no other lock
+//      (it maps its tag's central stacks, no more), and no holder of another lock takes it; for
+//      fork it is taken first, so that the registered tags, whose bins' locks (3) fork's
+//      handlers take and release, stay as many until the fork is over
 //   0. a thread cache's lock (thread_cache.cpp), which its owner takes first in its slow paths;
 //      a thread that reclaims blocks from other threads' caches only tries it (try_lock) and
 //      waits for no cache's lock, so that these locks form no cycle; not taken for fork
 //   1. the reclaim lock (thread_cache.cpp): one thread reclaims from caches at a time
 //   2. the thread cache registry lock (thread_cache.cpp), never held with 3 or 4
-//   3. a size class's central list lock (central_lists.cpp), one class at a time, in class order
+//   3. a bin's central list lock (central_lists.cpp), one bin at a time, in bin order
 //   4. the span carving lock (span_carving.cpp), taken under 3 when a class carves a span
 //   5. the debug heap's lock (debug_heap.cpp), never held while calling into 0-4
 //   6. the large-block cache's lock (large_blocks.cpp): nothing is taken or called under it
-//   7. the heap profile's samples lock (heap_samples.cpp): nothing is taken or called under it
+//   7. the tagged system blocks' lock (tagged_system_blocks.cpp): nothing is taken or called under
+//      it but mmap and munmap
+//   8. the heap profile's samples lock (heap_samples.cpp): nothing is taken or called under it
 //      but os_map and os_unmap
 // Critical sections call nothing outside the allocator but os.hpp's mmap and madvise, so a
 // holder never waits for anything but a lock later in the order: the forking thread's wait for

@@ -2,9 +2,9 @@
 
 #include <string_view>
 
+#include "bins.hpp"
 #include "pool_region.hpp"
 #include "poolalloc/detail/message.hpp"
-#include "size_classes.hpp"
 
 namespace poolalloc::internal {
 
@@ -37,7 +37,8 @@ void report_invalid_pointer(const char* operation, const void* p) {
   detail::fatal(message);
 }
 
-void report_double_free(const char* operation, const void* p, unsigned cls) {
+void report_double_free(const char* operation, const void* p, unsigned bin) {
+  const unsigned cls = bin_class(bin);
   detail::Message message;
   message << "poolalloc: " << operation << "(" << p << "): ";
   if (std::string_view(operation) == "realloc")
@@ -55,7 +56,8 @@ void report_double_free_outside_pools(const char* operation, const void* p, std:
   detail::fatal(message);
 }
 
-void report_corrupted_free_list(const void* p, unsigned cls) {
+void report_corrupted_free_list(const void* p, unsigned bin) {
+  const unsigned cls = bin_class(bin);
   detail::Message message;
   message << "poolalloc: the free list of size class " << cls << " (" << class_size(cls)
           << "-byte blocks) is corrupted: it leads to " << p

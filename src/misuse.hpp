@@ -11,9 +11,10 @@ namespace poolalloc::internal {
 
 [[noreturn]] void report_invalid_pointer(const char* operation, const void* p);
 
-// A block of class `cls` that carries its free mark (free_block_marks.hpp) passed to free (or
-// delete) again, or to realloc: "double free of the 64-byte block (size class 3)".
-[[noreturn]] void report_double_free(const char* operation, const void* p, unsigned cls);
+// A block of bin `bin` (bins.hpp; the message names its class) that carries its free mark
+// (free_block_marks.hpp) passed to free (or delete) again, or to realloc: "double free of the
+// 64-byte block (size class 3)".
+[[noreturn]] void report_double_free(const char* operation, const void* p, unsigned bin);
 
 // A block outside the pool region that waits in the large-block cache (large_blocks.hpp), of
 // usable size `size`, given to `operation` (free, realloc) again: "double free of the
@@ -21,9 +22,10 @@ namespace poolalloc::internal {
 [[noreturn]] void report_double_free_outside_pools(const char* operation, const void* p,
                                                    std::size_t size);
 
-// The orphan list of class `cls` leads to `p`, which is not a free block of the class: a freed
-// block was written to (a use after free, or an overflow of the block before it).
-[[noreturn]] void report_corrupted_free_list(const void* p, unsigned cls);
+// The orphan list of bin `bin` (of its class, says the message) leads to `p`, which is not a free
+// block of the class: a freed block was written to (a use after free, or an overflow of the block
+// before it).
+[[noreturn]] void report_corrupted_free_list(const void* p, unsigned bin);
 
 // operator new could not allocate `size` bytes, and no C++ runtime in the process's global scope
 // can throw std::bad_alloc (exports_new_delete.cpp).

@@ -1,7 +1,7 @@
 // The pool region: one contiguous range of address space, cut into spans of kSpanSize bytes,
-// each serving one size class. Ownership of a pointer is one subtraction and one compare
-// against the range's mapped part, and its span (so its class) one shift away; the metadata of
-// the spans lives in mappings of its own, apart from the blocks.
+// each serving one bin (a size class of a memory tag, bins.hpp). Ownership of a pointer is one
+// subtraction and one compare against the range's mapped part, and its span (so its class) one
+// shift away; the metadata of the spans lives in mappings of its own, apart from the blocks.
 //
 // Nothing is reserved ahead of use: a reservation, even PROT_NONE and MAP_NORESERVE, counts
 // against RLIMIT_AS (ulimit -v), which batch schedulers set. At start-up the region is given a
@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "size_classes.hpp"
+#include "bins.hpp"
 #include "span_blocks.hpp"
 
 namespace poolalloc::internal {
@@ -35,10 +35,10 @@ struct alignas(64) Span {
   bool unpurged = false;
   // Its pages went back to the OS (span carving), and it serves no class.
   bool handed_back = false;
-  // The size class the span serves plus one; 0 while it serves none (the freshly mapped,
-  // zero-filled records need no initialisation). Written by span carving; read without a lock
-  // by free, under the same argument as carved_end below.
-  std::uint8_t class_plus_one = 0;
+  // The bin the span serves (its size class and its tag, bins.hpp) plus one; 0 while it serves
+  // none (the freshly mapped, zero-filled records need no initialisation). Written by span
+  // carving; read without a lock by free, under the same argument as carved_end below.
+  std::uint16_t bin_plus_one = 0;
   // Bytes from the span's start that its bump index has handed out: a block at or past this
   // offset was never handed out, so a free of it is a program's error that the fast path must
   // not take in (a cache would hand the block out, and the bump index again later). 0 while
@@ -110,45 +110,54 @@ inline std::byte* block_at(const Span& span, std::uint32_t index) {
   return span_start(span) + std::size_t{index} * span.blocks.block_size();
 }
 
-// The class that the span holding p (a pointer that region_owns() accepted) serves, or
-// kClassCount when it serves none; and p's offset in that span.
+// The bin that the span holding p (a pointer that region_owns() accepted) serves, or kBinCount
+// when it serves none; its class, or kClassCount; and p's offset in that span.
+inline unsigned span_bin_of(const void* p) {
+  const unsigned bin_plus_one = span_of(p).bin_plus_one;
+  return bin_plus_one == 0 ? kBinCount : bin_plus_one - 1;
+}
 inline unsigned span_class_of(const void* p) {
-  const unsigned class_plus_one = span_of(p).class_plus_one;
-  return class_plus_one == 0 ? kClassCount : class_plus_one - 1;
+  const unsigned bin = span_bin_of(p);
+  return bin == kBinCount ? kClassCount : bin_class(bin);
 }
 inline std::uint32_t offset_in_span(const void* p) {
   return static_cast<std::uint32_t>(region_offset(p) & (kSpanSize - 1));
 }
 
-// Span carving gives a span its class as it carves it, and kClassCount (none) once it is empty.
-// The index in its span of p, a block of a span that serves a class.
+// The index in its span of p, a block of a span that serves a bin.
 inline std::uint32_t block_index_of(const Span& span, const void* p) {
   return span.blocks.index_of(offset_in_span(p));
 }
 
-inline void set_span_class(Span& span, unsigned cls) {
-  span.class_plus_one = cls == kClassCount ? std::uint8_t{0} : static_cast<std::uint8_t>(cls + 1);
+// Span carving gives a span its bin as it carves it, and kBinCount (none) once it is empty.
+inline void set_span_bin(Span& span, unsigned bin) {
+  span.bin_plus_one = bin == kBinCount ? std::uint16_t{0} : static_cast<std::uint16_t>(bin + 1);
 }
 
-// The class of p, a pointer that region_owns() accepted, when p is the start of a whole block
-// in a span that serves a class; kClassCount otherwise.
-inline unsigned class_of_block(const void* p) {
+// The bin of p, a pointer that region_owns() accepted, when p is the start of a whole block in
+// a span that serves a bin; kBinCount otherwise. class_of_block: its class, or kClassCount.
+inline unsigned bin_of_block(const void* p) {
   const Span& span = span_of(p);
   const std::uint32_t offset = offset_in_span(p);
-  if (span.class_plus_one == 0 || !span.blocks.contains(offset) ||
+  if (span.bin_plus_one == 0 || !span.blocks.contains(offset) ||
       !span.blocks.is_block_offset(offset)) [[unlikely]]
-    return kClassCount;
-  return span.class_plus_one - 1u;
+    return kBinCount;
+  return span.bin_plus_one - 1u;
+}
+inline unsigned class_of_block(const void* p) {
+  const unsigned bin = bin_of_block(p);
+  return bin == kBinCount ? kClassCount : bin_class(bin);
 }
 
 // Whether p, a pointer that region_owns() accepted, is a block that malloc handed out (what
 // free and realloc may take back into a cache): a block start of its span, below what the
 // span's bump index reached, which also rules out the tail past the last whole block. A span
-// that serves no class has carved nothing, so it accepts no pointer. All of it is read from the
-// span's record, one cache line. `cls` is the block's class when it is; the caller branches on
-// `handed_out` alone, which keeps free's fast path one test shorter than a sentinel class would.
+// that serves no bin has carved nothing, so it accepts no pointer. All of it is read from the
+// span's record, one cache line. `bin` is the block's bin (its class and tag) when it is; the
+// caller branches on `handed_out` alone, which keeps free's fast path one test shorter than a
+// sentinel bin would.
 struct HandedOutBlock {
-  unsigned cls;
+  unsigned bin;
   bool handed_out;
 };
 inline HandedOutBlock decode_handed_out_block(const void* p) {
@@ -156,7 +165,7 @@ inline HandedOutBlock decode_handed_out_block(const void* p) {
   const std::uint32_t offset = offset_in_span(p);
   const bool handed_out = offset < carved_end_of(span).load(std::memory_order_relaxed) &&
                           span.blocks.is_block_offset(offset);
-  return {span.class_plus_one - 1u, handed_out};
+  return {span.bin_plus_one - 1u, handed_out};
 }
 
 // Gives the region its place, for at most `max_bytes` (rounded down to whole spans), and maps

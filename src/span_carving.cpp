@@ -109,7 +109,7 @@ void hand_back_all_to_os(Span* spans);
 
 }  // namespace
 
-Span* carve_span(unsigned cls) {
+Span* carve_span(unsigned bin) {
   Span* span = nullptr;
   Span* to_hand_back = nullptr;
   {
@@ -134,12 +134,12 @@ Span* carve_span(unsigned cls) {
   }
   hand_back_all_to_os(to_hand_back);
   if (span == nullptr) return nullptr;
-  const std::uint32_t block_size = class_size(cls);
+  const std::uint32_t block_size = bin_block_size(bin);
   span->blocks = SpanBlocks(block_size, kSpanSize);
   span->next = span->prev = nullptr;
   span->unpurged = false;
   carved_end_of(*span).store(0, std::memory_order_relaxed);
-  set_span_class(*span, cls);
+  set_span_bin(*span, bin);
   g_carved_spans.fetch_add(1, std::memory_order_relaxed);
   return span;
 }
@@ -184,7 +184,7 @@ void hand_back_all_to_os(Span* spans) {
 
 void release_span(Span& span) {
   span.blocks.clear_bitmap(bitmap_of(span));
-  set_span_class(span, kClassCount);
+  set_span_bin(span, kBinCount);
   carved_end_of(span).store(0, std::memory_order_relaxed);
   g_carved_spans.fetch_sub(1, std::memory_order_relaxed);
   Span* to_hand_back = nullptr;

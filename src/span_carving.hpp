@@ -1,4 +1,4 @@
-// Span carving: hands out spans of the pool region to size classes and takes back the ones
+// Span carving: hands out spans of the pool region to bins (bins.hpp) and takes back the ones
 // that became empty, keeping a few committed and returning the others' pages to the OS.
 #pragma once
 
@@ -9,11 +9,11 @@
 
 namespace poolalloc::internal {
 
-// A span set up to serve `cls`, the region grown for it if need be; nullptr when the region is
-// full or cannot grow now (then the request goes to the system allocator).
-Span* carve_span(unsigned cls);
+// A span set up to serve `bin` (a class of a tag), the region grown for it if need be; nullptr
+// when the region is full or cannot grow now (then the request goes to the system allocator).
+Span* carve_span(unsigned bin);
 
-// Takes back an empty span, which may then be carved for any class. Its pages go back to the
+// Takes back an empty span, which may then be carved for any bin. Its pages go back to the
 // OS unless it is kept among the few retained spans, or the decay thread runs (whose steps give
 // back the retained spans that no carve took, span_carving.cpp).
 void release_span(Span& span);

@@ -25,6 +25,8 @@
 #include "report_text.hpp"
 #include "span_carving.hpp"
 #include "system_forwarding.hpp"
+#include "tag_registry.hpp"
+#include "tagged_system_blocks.hpp"
 #include "thread_cache.hpp"
 
 namespace poolalloc::internal {
@@ -34,16 +36,32 @@ struct ClassStats {
   std::uint64_t requests, frees, live, peak, spans, bytes_held;
 };
 
-ClassStats class_stats(unsigned cls) {
-  const ClassCounters central = class_counters(cls);
-  const ClassUsage usage = class_usage(cls);
-  // Blocks out of their spans are live, or wait in a thread cache or the stack of their class. The
+ClassStats bin_stats(unsigned bin) {
+  const ClassCounters central = class_counters(bin);
+  const ClassUsage usage = class_usage(bin);
+  // Blocks out of their spans are live, or wait in a thread cache or the stack of their bin. The
   // two reads are not one snapshot while other threads allocate: keep the figures in range.
   const std::uint64_t waiting = central.stacked + usage.cached;
   std::uint64_t live = central.blocks_out > waiting ? central.blocks_out - waiting : 0;
   if (live > usage.requests) live = usage.requests;
   return {usage.requests,   usage.requests - live, live,
           central.peak_out, central.spans,         central.spans * kSpanSize};
+}
+
+// A class over the bins of every registered tag: an untagged program's are its one bin's. The
+// peak is then the sum of the tags' own peaks of the class.
+ClassStats class_stats(unsigned cls) {
+  ClassStats sum{};
+  for (unsigned tag = 0, tags = registered_tags(); tag < tags; ++tag) {
+    const ClassStats s = bin_stats(bin_of(tag, cls));
+    sum.requests += s.requests;
+    sum.frees += s.frees;
+    sum.live += s.live;
+    sum.peak += s.peak;
+    sum.spans += s.spans;
+    sum.bytes_held += s.bytes_held;
+  }
+  return sum;
 }
 
 // Every class read once; the totals are the sums of those same figures.
@@ -309,6 +327,25 @@ poolalloc_stats collect_stats() {
   Snapshot snapshot;
   take_snapshot(snapshot);
   return snapshot.totals;
+}
+
+bool collect_tag_stats(int id, poolalloc_tag_stats& out) {
+  if (!is_registered_tag(id)) return false;
+  const auto tag = static_cast<unsigned>(id);
+  const TaggedSystemUsage system = tagged_system_usage(tag);
+  out = {};
+  out.live_blocks = system.blocks;
+  out.live_bytes = system.bytes;
+  for (unsigned cls = 0; cls < kClassCount; ++cls) {
+    const std::uint64_t live = bin_stats(bin_of(tag, cls)).live;
+    out.live_blocks += live;
+    out.live_bytes += live * class_size(cls);
+  }
+  // The peak counts what waits in caches and stacks too, so it is at least what is live; but the
+  // two are read apart while other threads allocate.
+  out.peak_bytes = std::max(tag_peak_bytes(tag), out.live_bytes);
+  out.name = tag_name(tag);
+  return true;
 }
 
 struct mallinfo2 pooled_mallinfo2() {

@@ -24,6 +24,8 @@ void print_malloc_stats();
 // file, "%p" in its path replaced by the process id.
 void print_stats_at_exit();
 poolalloc_stats collect_stats();
+// poolalloc_get_tag_stats: the figures of tag `id`; false when it is not a registered tag.
+bool collect_tag_stats(int id, poolalloc_tag_stats& out);
 // glibc's figures, the cached large blocks counted free, with the pools' added.
 struct mallinfo2 pooled_mallinfo2();
 // mallinfo2's figures, each saturated at INT_MAX.

@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "tag_registry.hpp"
+#include "tagged_system_blocks.hpp"
+
 extern "C" {
 void* __libc_malloc(std::size_t size);
 void* __libc_calloc(std::size_t count, std::size_t size);
@@ -45,7 +48,8 @@ void take_over_system_thresholds();
 int system_mallopt(int param, int value);
 
 // Counts the requests the system allocator served, of `size` bytes (a failed one is no request
-// served), and raises glibc's thresholds as glibc itself would (system_forwarding.cpp) for the
+// served), charges them to the thread's memory tag once tags are in use (tagged_system_blocks.hpp),
+// and raises glibc's thresholds as glibc itself would (system_forwarding.cpp) for the
 // `glibc_size` bytes glibc was asked for.
 inline void* counted(void* block, std::size_t size, std::size_t glibc_size) {
   if (glibc_size > g_system_mmap_threshold.load(std::memory_order_relaxed)) [[unlikely]]
@@ -53,6 +57,8 @@ inline void* counted(void* block, std::size_t size, std::size_t glibc_size) {
   if (block != nullptr) {
     g_system_counters.requests.fetch_add(1, std::memory_order_relaxed);
     g_system_counters.bytes.fetch_add(size, std::memory_order_relaxed);
+    if (g_tags_pushed.load(std::memory_order_relaxed)) [[unlikely]]
+      charge_system_block(block, size);
   }
   return block;
 }
@@ -74,9 +80,13 @@ inline void* system_calloc(std::size_t size) {
 inline void* system_memalign(std::size_t alignment, std::size_t size) {
   return counted(__libc_memalign(alignment, size), size);
 }
-// A request too, of the new size, whether glibc moves the block or not.
+// A request too, of the new size, whether glibc moves the block or not: charged to the current
+// tag, as a new block; the old one's charge goes, unless glibc fails and keeps it.
 inline void* system_realloc(void* p, std::size_t size) {
-  return counted(__libc_realloc(p, size), size);
+  const SystemCharge old = discharge_system_block(p);
+  void* block = counted(__libc_realloc(p, size), size);
+  if (block == nullptr) restore_system_charge(p, old);
+  return block;
 }
 inline void system_free(void* p) {
   __libc_free(p);

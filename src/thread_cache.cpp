@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <new>
+#include <utility>
 
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
@@ -14,7 +15,9 @@
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os.hpp"
+#include "sample_distance.hpp"
 #include "span_carving.hpp"
+#include "tag_registry.hpp"
 
 namespace poolalloc::internal {
 
@@ -28,10 +31,12 @@ namespace {
 constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
-// followed by its bins' slots, about 64 KiB of address space of which a thread touches only
-// the pages of the classes it uses, as far as their bins grew.
+// followed by its untagged bins' slots (TagBins), about 64 KiB of address space of which a
+// thread touches only the pages of the classes it uses, as far as their bins grew; the bins of
+// every tag, in the cache, are 576 KiB of address space, of which it touches the pages of the
+// tags it uses.
 constexpr std::size_t kCachesPerMapping = 8;
-constexpr std::size_t kCacheStride = (sizeof(ThreadCache) + kSlotCount * sizeof(void*) + 63) & ~63;
+constexpr std::size_t kCacheStride = (sizeof(ThreadCache) + sizeof(TagBins) + 63) & ~63;
 
 Lock g_reclaim_lock;                // first in the lock order (lock.hpp): one reclaim at a time
 Lock g_registry_lock;               // second in the lock order, never held with the central locks
@@ -40,15 +45,50 @@ ThreadCache* g_recycled = nullptr;  // caches of exited threads, ready for new o
 // Of the recycled caches, how many kept their slot pages (ThreadCache::slot_pages_kept).
 std::size_t g_recycled_with_slot_pages = 0;
 std::uint64_t g_live_count = 0;
-std::uint64_t g_exited_requests[kClassCount] = {};
-std::atomic<std::uint64_t> g_uncached_requests[kClassCount] = {};  // from exiting threads
+std::uint64_t g_exited_requests[kBinCount] = {};
+// From exiting threads, and from threads that could have no slots for their tag's bins.
+std::atomic<std::uint64_t> g_uncached_requests[kBinCount] = {};
 // In a child of fork(): the blocks left in the bins of the parent's other threads, which no
 // thread will take again. They were freed: the statistics count them as cached, not live.
-std::uint64_t g_abandoned[kClassCount] = {};
+std::uint64_t g_abandoned[kBinCount] = {};
 pthread_key_t g_exit_key;
 
-void grow(unsigned cls, CacheBin& bin) {
-  bin.set_limit(std::min(bin_capacity(cls), bin.limit() * 2));
+// Whether bin `bin` of the cache has slots (its tag's TagBins); a bin without is all nullptr.
+bool has_slots(const ThreadCache& cache, unsigned bin) {
+  return CacheBins::tag_bins(cache, bin_tag(bin)) != nullptr;
+}
+
+void grow(unsigned bin_index, CacheBin& bin) {
+  bin.set_limit(std::min(bin_capacity(bin_class(bin_index)), bin.limit() * 2));
+}
+
+// The bins of tag `tag`, whose TagBins the cache has, empty at their homes with their initial
+// limits, and nothing counted.
+void init_tag_bins(ThreadCache& cache, unsigned tag) {
+  for (unsigned bin = bin_of(tag, 0); bin < bin_of(tag + 1, 0); ++bin) {
+    CacheBin& cache_bin = CacheBins::of(cache, bin);
+    cache_bin.bottom.store(CacheBins::home(cache, bin), std::memory_order_relaxed);
+    cache_bin.set_count(0);
+    cache_bin.set_limit(initial_limit(bin_class(bin)));
+    cache_bin.requests.store(0, std::memory_order_relaxed);
+  }
+  std::fill(std::begin(CacheBins::tag_bins(cache, tag)->draining),
+            std::end(CacheBins::tag_bins(cache, tag)->draining), std::uint8_t{0});
+}
+
+// Whether the bins of `bin`'s tag have slots in the cache, which get them here on the thread's
+// first malloc or free of a block of the tag (a mapping of their own, kept with the cache when
+// it is recycled); false when no memory could be had. The owner's slow paths, before they lock.
+bool tag_bins_ready(ThreadCache& cache, unsigned bin) {
+  const unsigned tag = bin_tag(bin);
+  if (CacheBins::tag_bins(cache, tag) != nullptr) [[likely]]
+    return true;
+  void* mapping = os_map(sizeof(TagBins));
+  if (mapping == nullptr) return false;
+  LockGuard guard(cache.lock);  // a reclaimer reads the tag's bins under it
+  CacheBins::attach_tag_bins(cache, tag, new (mapping) TagBins);
+  init_tag_bins(cache, tag);
+  return true;
 }
 
 // nullptr when no memory could be had, or, without waiting, while the registry is held for
@@ -67,7 +107,7 @@ ThreadCache* new_cache() {
     for (std::size_t i = 0; i < kCachesPerMapping; ++i) {
       std::byte* at = static_cast<std::byte*>(mapping) + i * kCacheStride;
       auto* cache = new (at) ThreadCache;
-      CacheBins::attach_slots(*cache, reinterpret_cast<void**>(at + sizeof(ThreadCache)));
+      CacheBins::attach_tag_bins(*cache, 0, new (at + sizeof(ThreadCache)) TagBins);
       list_push(g_recycled, *cache);
     }
   }
@@ -76,13 +116,11 @@ ThreadCache* new_cache() {
     cache->slot_pages_kept = false;
     --g_recycled_with_slot_pages;
   }
-  for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    CacheBin& bin = CacheBins::of(*cache, cls);
-    bin.bottom.store(CacheBins::home(*cache, cls), std::memory_order_relaxed);
-    bin.set_count(0);
-    bin.set_limit(initial_limit(cls));
-    bin.requests.store(0, std::memory_order_relaxed);
-  }
+  // The tags whose bins the cache's last thread used keep their slots, empty.
+  for (unsigned tag = 0, tags = registered_tags(); tag < tags; ++tag)
+    if (CacheBins::tag_bins(*cache, tag) != nullptr) init_tag_bins(*cache, tag);
+  CacheBins::tag_depth(*cache) = 0;  // untagged, whatever its last thread left pushed
+  CacheBins::tag_offset(*cache) = 0;
   cache->reclaimed = false;
   // Before it joins the live list, where reap_dead_caches reads who owns it.
   cache->owner_pid = pid;
@@ -92,10 +130,13 @@ ThreadCache* new_cache() {
   cache->clock_countdown = kSlowPathsPerClockCheck;
   cache->clock_look = ClockLook{};
   CacheBins::calls_before_clock(*cache) = kSlowPathsPerClockCheck;
-  // The sampler draws the countdown at the first slow path (heap_sampler.cpp).
-  CacheBins::bytes_before_sample(*cache) = 0;
+  // The first malloc's slow path draws the distance to the first sample (count_malloc_bytes).
+  CacheBins::malloc_bytes_before_slow_path(*cache) = 0;
+  cache->malloc_bytes_set = 0;
+  cache->bytes_to_sample = 0;
+  cache->bytes_to_clock = kSlowPathsPerClockCheck * kMallocBytesPerClockCall;
+  cache->clock_look_due = false;
   cache->sample_settings = 0;
-  std::fill(std::begin(cache->draining), std::end(cache->draining), std::uint8_t{0});
   cache->bins_left_to_empty = 0;
   dlist_push(g_live, *cache);
   ++g_live_count;
@@ -113,18 +154,22 @@ void unlink_live(ThreadCache* cache) {
 
 // Under the registry lock: a cache off the live list, flushed, joins the recycled ones.
 void recycle(ThreadCache* cache) {
-  for (unsigned cls = 0; cls < kClassCount; ++cls)
-    g_exited_requests[cls] += CacheBins::of(*cache, cls).requests.load(std::memory_order_relaxed);
+  for (unsigned bin = 0, bins = registered_bins(); bin < bins; ++bin)
+    g_exited_requests[bin] += CacheBins::of(*cache, bin).requests.load(std::memory_order_relaxed);
   list_push(g_recycled, *cache);
 }
 
-// A flushed cache's slots give their pages back (its thread touched as many as its bins grew);
-// outside the registry lock, as madvise is a system call.
+// A flushed cache's slots give their pages back (its thread touched as many as its bins grew),
+// those of every tag it has slots for; outside the registry lock, as madvise is a system call.
 void release_slot_pages(ThreadCache* cache) {
-  const auto slots = reinterpret_cast<std::uintptr_t>(CacheBins::slots(*cache));
-  const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
-  const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
-  if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
+  for (unsigned tag = 0, tags = registered_tags(); tag < tags; ++tag) {
+    const TagBins* tag_bins = CacheBins::tag_bins(*cache, tag);
+    if (tag_bins == nullptr) continue;
+    const auto slots = reinterpret_cast<std::uintptr_t>(tag_bins->slots);
+    const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
+    const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
+    if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
+  }
 }
 
 // The recycled caches that keep their slot pages, at most: those of the threads that exited
@@ -155,15 +200,17 @@ void retire_cache(ThreadCache* cache) {
 
 // Gives the bin's blocks back to the central lists (which keep them aside, without waiting,
 // while held for fork()).
-void flush_bin(unsigned cls, CacheBin& bin) {
-  give_blocks(cls, bin.bottom_slot(), bin.count());
+// (A bin without slots holds nothing, and stays all nullptr.)
+void flush_bin(unsigned bin_index, CacheBin& bin) {
+  give_blocks(bin_index, bin.bottom_slot(), bin.count());
   bin.set_count(0);
 }
 
-void empty_bin_into_spans(unsigned cls, CacheBin& bin) {
-  return_blocks_to_spans(cls, bin.bottom_slot(), bin.count());
+void empty_bin_into_spans(unsigned bin_index, CacheBin& bin) {
+  if (bin.bottom_slot() == nullptr) return;  // no slots: empty, and must stay all nullptr
+  return_blocks_to_spans(bin_index, bin.bottom_slot(), bin.count());
   bin.set_count(0);
-  bin.set_limit(initial_limit(cls));
+  bin.set_limit(initial_limit(bin_class(bin_index)));
 }
 
 // Decay and malloc_trim moved the flush epoch on: the cache goes back into the spans, past the
@@ -179,18 +226,36 @@ constexpr std::uint8_t kDrainingSlowPaths = 4;
 constexpr std::uint32_t kBlocksEmptiedPerSlowPath = 512;
 
 void start_emptying_into_spans(ThreadCache& cache) {
-  cache.bins_left_to_empty = kClassCount;
-  std::fill(std::begin(cache.draining), std::end(cache.draining), kDrainingSlowPaths);
+  cache.bins_to_empty = cache.bins_left_to_empty = registered_bins();
+  for (unsigned tag = 0, tags = registered_tags(); tag < tags; ++tag) {
+    if (TagBins* tag_bins = CacheBins::tag_bins(cache, tag))
+      std::fill(std::begin(tag_bins->draining), std::end(tag_bins->draining), kDrainingSlowPaths);
+  }
 }
 
 void empty_next_bins_into_spans(ThreadCache& cache) {
   std::uint32_t emptied = 0;
   while (cache.bins_left_to_empty != 0 && emptied < kBlocksEmptiedPerSlowPath) {
-    const unsigned cls = kClassCount - cache.bins_left_to_empty--;
-    CacheBin& bin = CacheBins::of(cache, cls);
+    const unsigned bin_index = cache.bins_to_empty - cache.bins_left_to_empty--;
+    CacheBin& bin = CacheBins::of(cache, bin_index);
     emptied += bin.count();
-    empty_bin_into_spans(cls, bin);
+    empty_bin_into_spans(bin_index, bin);
   }
+}
+
+// malloc's byte countdown: what ran down since it was set comes off both distances it stands for,
+// then it restarts from the nearer one.
+void settle_malloc_countdown(ThreadCache& cache) {
+  const std::int64_t used =
+      cache.malloc_bytes_set - CacheBins::malloc_bytes_before_slow_path(cache);
+  cache.bytes_to_sample -= used;
+  cache.bytes_to_clock -= used;
+  cache.malloc_bytes_set = CacheBins::malloc_bytes_before_slow_path(cache);
+}
+
+void restart_malloc_countdown(ThreadCache& cache) {
+  cache.malloc_bytes_set = std::min(cache.bytes_to_sample, cache.bytes_to_clock);
+  CacheBins::malloc_bytes_before_slow_path(cache) = cache.malloc_bytes_set;
 }
 
 // Every slow path of a thread with a cache starts here: a look at the clock every few slow paths,
@@ -199,11 +264,16 @@ void empty_next_bins_into_spans(ThreadCache& cache) {
 // relaxed load and a few compares otherwise. `for_the_clock`: the fast path could have served the
 // call, and came here only for the look; the class's bin is then not emptied (that and the refill
 // that follows would make one malloc fault in the pages of both).
-void housekeeping(ThreadCache& cache, unsigned cls, bool for_the_clock) {
+void housekeeping(ThreadCache& cache, unsigned bin, bool for_the_clock) {
   std::uint32_t& calls_before_clock = CacheBins::calls_before_clock(cache);
-  if (--cache.clock_countdown == 0 || calls_before_clock == 0) [[unlikely]] {
+  if (--cache.clock_countdown == 0 || calls_before_clock == 0 || cache.clock_look_due)
+      [[unlikely]] {
     cache.clock_countdown = kSlowPathsPerClockCheck;
     calls_before_clock = look_at_clock(cache.clock_look);
+    cache.clock_look_due = false;
+    settle_malloc_countdown(cache);
+    cache.bytes_to_clock = std::int64_t{calls_before_clock} * kMallocBytesPerClockCall;
+    restart_malloc_countdown(cache);
   }
   serve_stack_drain_request();
   const std::uint32_t epoch = g_flush_epoch.load(std::memory_order_relaxed);
@@ -213,13 +283,15 @@ void housekeeping(ThreadCache& cache, unsigned cls, bool for_the_clock) {
   }
   if (cache.bins_left_to_empty != 0) [[unlikely]]
     empty_next_bins_into_spans(cache);
-  if (cache.draining[cls] != 0 && !for_the_clock) [[unlikely]] {
-    --cache.draining[cls];
-    empty_bin_into_spans(cls, CacheBins::of(cache, cls));
+  std::uint8_t& draining = CacheBins::tag_bins(cache, bin_tag(bin))->draining[bin_class(bin)];
+  if (draining != 0 && !for_the_clock) [[unlikely]] {
+    --draining;
+    empty_bin_into_spans(bin, CacheBins::of(cache, bin));
   }
   if (cache.clock_look.quiet_step) [[unlikely]] {  // decay_requests.hpp, ClockLook
     cache.clock_look.quiet_step = false;
-    for (unsigned c = 0; c < kClassCount; ++c) empty_bin_into_spans(c, CacheBins::of(cache, c));
+    for (unsigned b = 0, bins = registered_bins(); b < bins; ++b)
+      empty_bin_into_spans(b, CacheBins::of(cache, b));
     cache.bins_left_to_empty = 0;
     release_retained_spans();
   }
@@ -231,9 +303,10 @@ void settle(ThreadCache& cache) {
   if (!cache.reclaimed) [[likely]]
     return;
   cache.reclaimed = false;
-  for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    CacheBin& bin = CacheBins::of(cache, cls);
-    void** const home = CacheBins::home(cache, cls);
+  for (unsigned b = 0, bins = registered_bins(); b < bins; ++b) {
+    if (!has_slots(cache, b)) continue;
+    CacheBin& bin = CacheBins::of(cache, b);
+    void** const home = CacheBins::home(cache, b);
     if (bin.bottom_slot() == home) continue;
     void** const top = std::copy(bin.bottom_slot(), bin.top_slot(), home);
     bin.bottom.store(home, std::memory_order_relaxed);
@@ -251,7 +324,8 @@ class OwnerGuard {
 };
 
 void flush_cache(ThreadCache& cache) {
-  for (unsigned cls = 0; cls < kClassCount; ++cls) flush_bin(cls, CacheBins::of(cache, cls));
+  for (unsigned bin = 0, bins = registered_bins(); bin < bins; ++bin)
+    flush_bin(bin, CacheBins::of(cache, bin));
 }
 
 void on_thread_exit(void* data) {
@@ -283,14 +357,51 @@ bool barrier_in_every_thread() {
 // Whether any bin of the cache holds a block. Of another thread's cache: a racy look, with
 // relaxed loads, good for a decision that a later look corrects.
 bool holds_blocks(const ThreadCache& cache) {
-  for (unsigned cls = 0; cls < kClassCount; ++cls) {
-    const CacheBin& bin = CacheBins::of(cache, cls);
+  for (unsigned b = 0, bins = registered_bins(); b < bins; ++b) {
+    const CacheBin& bin = CacheBins::of(cache, b);
     if (bin.top_slot() > bin.bottom_slot()) return true;
   }
   return false;
 }
 
 }  // namespace
+
+bool count_malloc_bytes(std::size_t size) {
+  ThreadCache* cache = t_cache;
+  if (cache == &g_empty_cache) {
+    // A thread's first malloc, or one above the pools: a thread that samples counts on its cache,
+    // which it gets now.
+    if (g_sample_mean.load(std::memory_order_relaxed) == 0 ||
+        (cache = own_thread_cache()) == nullptr)
+      return false;
+  }
+  std::int64_t& left = CacheBins::malloc_bytes_before_slow_path(*cache);
+  // Not below 0: the fast path did not count this request (its bin was empty, or the request is
+  // not the pools'). A request that a reclaim of its bin sent here after the fast path counted
+  // it is counted twice: rare, and at worst a sample a request early.
+  if (left >= 0) left -= static_cast<std::int64_t>(size);
+  const std::uint32_t settings = g_sample_settings.load(std::memory_order_relaxed);
+  if (cache->sample_settings != settings) {  // new settings: a new distance, from this request on
+    cache->sample_settings = settings;
+    settle_malloc_countdown(*cache);
+    cache->bytes_to_sample = draw_sample_distance(cache->sample_random);
+    restart_malloc_countdown(*cache);
+    return false;
+  }
+  if (left >= 0) return false;
+  settle_malloc_countdown(*cache);
+  bool sample = false;
+  if (cache->bytes_to_sample < 0) {
+    sample = g_sample_mean.load(std::memory_order_relaxed) != 0;
+    cache->bytes_to_sample = draw_sample_distance(cache->sample_random);
+  }
+  if (cache->bytes_to_clock < 0) {
+    cache->clock_look_due = true;  // housekeeping sets the distance to the next look
+    cache->bytes_to_clock = kNoSampleBytes;
+  }
+  restart_malloc_countdown(*cache);
+  return sample;
+}
 
 ThreadCache* own_thread_cache() {
   if (t_cache != &g_empty_cache) return t_cache;
@@ -318,42 +429,56 @@ void init_thread_caches() {
 
 void* refill_and_allocate(unsigned cls) {
   ThreadCache* cache = own_thread_cache();
+  const unsigned bin_index =
+      cache == nullptr ? cls : static_cast<unsigned>(cache->current_bin(cls));
   void* block = nullptr;
-  if (cache == nullptr) {
-    if (take_blocks(cls, &block, 1) == 0) return nullptr;
-    g_uncached_requests[cls].fetch_add(1, std::memory_order_relaxed);
+  if (cache == nullptr || !tag_bins_ready(*cache, bin_index)) {
+    if (take_blocks(bin_index, &block, 1) == 0) return nullptr;
+    g_uncached_requests[bin_index].fetch_add(1, std::memory_order_relaxed);
   } else {
     OwnerGuard owner(*cache);
-    CacheBin& bin = CacheBins::of(*cache, cls);
-    housekeeping(*cache, cls, bin.count() != 0);
+    CacheBin& bin = CacheBins::of(*cache, bin_index);
+    housekeeping(*cache, bin_index, bin.count() != 0);
     if (bin.count() == 0) {  // not so when a reclaim that the fast path saw was undone
-      bin.set_count(take_blocks(cls, bin.bottom_slot(), std::max<std::uint32_t>(1, bin.limit() / 2),
+      bin.set_count(take_blocks(bin_index, bin.bottom_slot(),
+                                std::max<std::uint32_t>(1, bin.limit() / 2),
                                 kFirstTouchesPerRefill));
       cache->clock_look.freed_bytes = std::max<std::int64_t>(
           0, cache->clock_look.freed_bytes - std::int64_t{bin.count()} * class_size(cls));
-      grow(cls, bin);
+      grow(bin_index, bin);
       if (bin.count() == 0) return nullptr;
     }
     bin.count_request();
     bin.set_count(bin.count() - 1);
     block = *bin.top_slot();
   }
-  on_malloc_slow_path();  // with the cache unlocked: starting the thread allocates
+  // With the cache unlocked: starting the decay thread allocates (glibc's records of the new
+  // thread, which it frees as that thread ends), for the allocator, not for the program's
+  // current tag.
+  if (cache != nullptr) {
+    std::size_t& tag_offset = CacheBins::tag_offset(*cache);
+    const std::size_t current = std::exchange(tag_offset, 0);
+    on_malloc_slow_path();
+    tag_offset = current;
+  } else {
+    on_malloc_slow_path();
+  }
   clear_mark(block);
   return block;
 }
 
-void flush_and_deallocate(unsigned cls, void* block) {
-  if (is_marked_free(block)) report_double_free("free", block, cls);
+void flush_and_deallocate(unsigned bin_index, void* block) {
+  if (is_marked_free(block)) report_double_free("free", block, bin_index);
   const int saved_errno = errno;  // free() preserves errno; flushing may madvise
   set_mark(block);
+  const unsigned cls = bin_class(bin_index);
   ThreadCache* cache = own_thread_cache();
-  if (cache == nullptr) {
-    give_blocks(cls, &block, 1);
+  if (cache == nullptr || !tag_bins_ready(*cache, bin_index)) {
+    give_blocks(bin_index, &block, 1);
   } else {
     OwnerGuard owner(*cache);
-    CacheBin& bin = CacheBins::of(*cache, cls);
-    housekeeping(*cache, cls, bin.top_slot() != bin.end);
+    CacheBin& bin = CacheBins::of(*cache, bin_index);
+    housekeeping(*cache, bin_index, bin.top_slot() != bin.end);
     // A mass free with no decay thread, each free of which looks at the clock (decay.hpp): the
     // bin goes back into the spans whenever it holds what it held at first, so that the spans
     // the frees empty go back now, and a program that makes no call afterwards keeps few cached
@@ -361,15 +486,15 @@ void flush_and_deallocate(unsigned cls, void* block) {
     if (cache->clock_look.mass_free && !decay_runs_in_background() &&
         bin.count() >= initial_limit(cls)) {
       cache->clock_look.freed_bytes += std::int64_t{bin.count()} * class_size(cls);
-      empty_bin_into_spans(cls, bin);
+      empty_bin_into_spans(bin_index, bin);
     }
     if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
-      grow(cls, bin);
+      grow(bin_index, bin);
     } else if (bin.top_slot() == bin.end) {
       // The older half goes; the blocks freed last, likely still in the CPU's caches, stay.
       const std::uint32_t older = bin.count() / 2;
       void** const bottom = bin.bottom_slot();
-      give_blocks(cls, bottom, older);
+      give_blocks(bin_index, bottom, older);
       cache->clock_look.freed_bytes += std::int64_t{older} * class_size(cls);
       bin.top.store(std::copy(bottom + older, bin.top_slot(), bottom), std::memory_order_relaxed);
     }
@@ -382,7 +507,9 @@ void flush_and_deallocate(unsigned cls, void* block) {
 
 void count_call_outside_pools() {
   ThreadCache* const cache = t_cache;
-  if (cache == &g_empty_cache || --CacheBins::calls_before_clock(*cache) != 0) return;
+  if (cache == &g_empty_cache ||
+      (--CacheBins::calls_before_clock(*cache) != 0 && !cache->clock_look_due))
+    return;
   const int saved_errno = errno;
   {
     OwnerGuard owner(*cache);
@@ -481,12 +608,14 @@ bool reclaim_caches(Reclaim which) {
         continue;
       }
       bool moved = false;
-      for (unsigned cls = 0; cls < kClassCount; ++cls) {
-        CacheBin& bin = CacheBins::of(*cache, cls);
+      for (unsigned b = 0, bins = registered_bins(); b < bins; ++b) {
+        TagBins* const tag_bins = CacheBins::tag_bins(*cache, bin_tag(b));
+        if (tag_bins == nullptr) continue;
+        CacheBin& bin = CacheBins::of(*cache, b);
         void** const bottom = bin.bottom_slot();
         void** const top = bin.top_slot();
-        cache->reclaim_from[cls] = bottom;
-        cache->reclaim_to[cls] = top;
+        tag_bins->reclaim_from[bin_class(b)] = bottom;
+        tag_bins->reclaim_to[bin_class(b)] = top;
         if (top <= bottom) continue;
         bin.bottom.store(top, std::memory_order_relaxed);
         moved = true;
@@ -501,16 +630,19 @@ bool reclaim_caches(Reclaim which) {
   if (claimed == nullptr) return left;
   const bool ordered = barrier_in_every_thread();
   while (ThreadCache* const cache = list_pop(claimed, &ThreadCache::reclaim_next)) {
-    for (unsigned cls = 0; cls < kClassCount; ++cls) {
-      CacheBin& bin = CacheBins::of(*cache, cls);
-      void** const from = cache->reclaim_from[cls];
-      if (cache->reclaim_to[cls] <= from) continue;
-      void** const bottom =
-          ordered ? std::min(bin.top.load(std::memory_order_acquire), cache->reclaim_to[cls])
-                  : from;
+    // The bins the first pass went over: the cache's lock kept its tags' slots as they were,
+    // and a tag registered since has no slots in it.
+    for (unsigned b = 0, bins = registered_bins(); b < bins; ++b) {
+      const TagBins* const tag_bins = CacheBins::tag_bins(*cache, bin_tag(b));
+      if (tag_bins == nullptr) continue;
+      CacheBin& bin = CacheBins::of(*cache, b);
+      void** const from = tag_bins->reclaim_from[bin_class(b)];
+      void** const to = tag_bins->reclaim_to[bin_class(b)];
+      if (to <= from) continue;
+      void** const bottom = ordered ? std::min(bin.top.load(std::memory_order_acquire), to) : from;
       bin.bottom.store(bottom, std::memory_order_relaxed);
       if (bottom == from) continue;
-      return_blocks_to_spans(cls, from, static_cast<std::uint32_t>(bottom - from));
+      return_blocks_to_spans(b, from, static_cast<std::uint32_t>(bottom - from));
       cache->reclaimed = true;
     }
     cache->lock.unlock();
@@ -518,15 +650,54 @@ bool reclaim_caches(Reclaim which) {
   return true;
 }
 
-ClassUsage class_usage(unsigned cls) {
+ClassUsage class_usage(unsigned bin_index) {
   TryLockGuard guard(g_registry_lock);
-  ClassUsage usage{g_exited_requests[cls] + g_uncached_requests[cls].load(), g_abandoned[cls]};
+  ClassUsage usage{g_exited_requests[bin_index] + g_uncached_requests[bin_index].load(),
+                   g_abandoned[bin_index]};
   for (ThreadCache* cache = g_live; cache != nullptr; cache = cache->next) {
-    const CacheBin& bin = CacheBins::of(*cache, cls);
+    const CacheBin& bin = CacheBins::of(*cache, bin_index);
     usage.requests += bin.requests.load(std::memory_order_relaxed);
     usage.cached += bin.count();
   }
   return usage;
+}
+
+int push_tag(int tag) {
+  if (!is_registered_tag(tag)) {
+    errno = EINVAL;
+    return -1;
+  }
+  ThreadCache* const cache = own_thread_cache();
+  if (cache == nullptr) {
+    errno = ENOMEM;
+    return -1;
+  }
+  std::uint32_t& depth = CacheBins::tag_depth(*cache);
+  if (depth == kTagStackDepth) {
+    errno = EOVERFLOW;
+    return -1;
+  }
+  CacheBins::tag_stack(*cache)[depth++] = static_cast<std::uint8_t>(tag);
+  CacheBins::tag_offset(*cache) = bin_of(static_cast<unsigned>(tag), 0);
+  if (tag != 0) g_tags_pushed.store(true, std::memory_order_relaxed);
+  return 0;
+}
+
+int pop_tag() {
+  ThreadCache& cache = *t_cache;  // the empty cache has nothing pushed
+  std::uint32_t& depth = CacheBins::tag_depth(cache);
+  if (depth == 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  const std::uint8_t* const stack = CacheBins::tag_stack(cache);
+  const int popped = stack[--depth];
+  CacheBins::tag_offset(cache) = depth == 0 ? 0 : bin_of(stack[depth - 1], 0);
+  return popped;
+}
+
+int current_tag() {
+  return static_cast<int>(bin_tag(CacheBins::tag_offset(*t_cache)));
 }
 
 std::uint64_t live_thread_caches() {
@@ -548,14 +719,14 @@ void unlock_thread_caches_after_fork(bool in_child) {
     list_for_each(g_live, [](ThreadCache& cache) {
       if (&cache == t_cache) return;
       unlink_live(&cache);
-      for (unsigned cls = 0; cls < kClassCount; ++cls) {
-        const CacheBin& bin = CacheBins::of(cache, cls);
-        g_exited_requests[cls] += bin.requests.load(std::memory_order_relaxed);
+      for (unsigned b = 0, bins = registered_bins(); b < bins; ++b) {
+        const CacheBin& bin = CacheBins::of(cache, b);
+        g_exited_requests[b] += bin.requests.load(std::memory_order_relaxed);
         // No reclaim was under way (fork holds the reclaim lock): [bottom, top) are the bin's.
         void** const bottom = bin.bottom_slot();
         void** const top = bin.top_slot();
         if (top > bottom)
-          g_abandoned[cls] += std::min<std::uint64_t>(top - bottom, bin_capacity(cls));
+          g_abandoned[b] += std::min<std::uint64_t>(top - bottom, bin_capacity(bin_class(b)));
       }
     });
   }

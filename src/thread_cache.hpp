@@ -1,4 +1,5 @@
-// Thread caches: per thread and size class, a bounded stack of free blocks. The fast path
+// Thread caches: per thread and bin (a size class of a memory tag, bins.hpp), a bounded stack of
+// free blocks; and the thread's stack of memory tags. The fast path
 // (ThreadCache::pop and push, inline here) runs without locks or atomic read-modify-writes; the
 // functions declared below are the slow paths, which move blocks between a bin and the central
 // lists half a bin at a time. Only this module touches the bins.
@@ -10,11 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "bins.hpp"
 #include "central_lists.hpp"
 #include "decay_requests.hpp"
 #include "free_block_marks.hpp"
 #include "lock.hpp"
-#include "size_classes.hpp"
 
 namespace poolalloc::internal {
 
@@ -77,7 +78,7 @@ constexpr std::uint32_t initial_limit(unsigned cls) {
   return std::max<std::uint32_t>(2, bin_capacity(cls) / 16);
 }
 
-// Where each class's slots start in a cache's slot array, and how many there are in all.
+// Where each class's slots start in the slot array of a tag's bins, and how many there are in all.
 inline constexpr auto kSlotOffsets = [] {
   std::array<std::uint32_t, kClassCount + 1> offsets{};
   for (unsigned cls = 0; cls < kClassCount; ++cls)
@@ -86,21 +87,39 @@ inline constexpr auto kSlotOffsets = [] {
 }();
 inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 
+// What a cache has for each tag whose bins its thread used (its first malloc or free of a block
+// of the tag gives it them): the slots of the tag's bins, and the slow paths' per-bin scratch.
+// The untagged bins' follow the cache; a tag's are mapped as the thread first needs them, so a
+// cache holds address space for the tags its thread used only, and touches the pages of the
+// classes it used, as far as their bins grew.
+struct TagBins {
+  // Scratch of reclaim_caches, under the cache's lock: each bin's bottom and top when it was
+  // moved.
+  void** reclaim_from[kClassCount] = {};
+  void** reclaim_to[kClassCount] = {};
+  // Per class, how many more slow paths empty the bin into the spans (start_emptying_into_spans).
+  std::uint8_t draining[kClassCount] = {};
+  void* slots[kSlotCount];
+};
+
+// The deepest a thread's stack of memory tags goes.
+inline constexpr std::uint32_t kTagStackDepth = 64;
+
 class ThreadCache {
  public:
-  // A block of class `cls` for a request of `size` bytes; nullptr when the bin is empty. Reads
-  // the bin and its top slot, never the block: clearing its mark is a store.
-  void* pop(std::size_t cls, std::size_t size) {
-    CacheBin* const bin = &bins_[cls];
+  constexpr ThreadCache() {}  // leaves the bins as mapped (see bins_)
+
+  // A block of bin `bin` for a request of `size` bytes; nullptr when the bin is empty, or when
+  // the malloc's bytes ran the thread's countdown out. Reads the bin and its top slot, never the
+  // block: clearing its mark is a store.
+  void* pop(std::size_t bin_index, std::size_t size) {
+    CacheBin* const bin = &bins_.at[bin_index];
     void** const top = bin->top_slot();
     if (top <= bin->bottom_slot()) [[unlikely]]  // <=: another thread may have moved bottom up
       return nullptr;
-    // Time for the thread's look at the clock (decay.hpp): the slow path takes it, then the block.
-    if (--calls_before_clock_ == 0) [[unlikely]]
-      return nullptr;
-    // The heap profile's countdown (heap_sampler.hpp): the slow path samples the request that
-    // crosses it.
-    if ((bytes_before_sample_ -= static_cast<std::int64_t>(size)) < 0) [[unlikely]]
+    // Time for the heap profile's next sample or the thread's look at the clock: the slow path
+    // sees which (count_malloc_bytes), then takes the block.
+    if ((malloc_bytes_before_slow_path_ -= static_cast<std::int64_t>(size)) < 0) [[unlikely]]
       return nullptr;
     // Takes the block first, then looks at bottom again: a thread reclaiming blocks from this
     // bin may have moved it meanwhile (thread_cache.cpp, reclaim_caches, says why this order).
@@ -116,11 +135,11 @@ class ThreadCache {
     return block;
   }
 
-  // Pushes a block of class `cls`; false when the bin is full or the block may carry a free mark
-  // already (a double free, which the slow path tells apart from a live block that only looks
-  // so, and reports).
-  bool push(std::size_t cls, void* block) {
-    CacheBin& bin = bins_[cls];
+  // Pushes a block of bin `bin_index`; false when the bin is full (or has no slots: its tag's
+  // bins are new to the thread) or the block may carry a free mark already (a double free,
+  // which the slow path tells apart from a live block that only looks so, and reports).
+  bool push(std::size_t bin_index, void* block) {
+    CacheBin& bin = bins_.at[bin_index];
     void** const top = bin.top_slot();
     if (top == bin.end) [[unlikely]]
       return false;
@@ -135,18 +154,40 @@ class ThreadCache {
     return true;
   }
 
+  // The bin of class `cls` of the thread's current tag: malloc's fast path adds the tag's
+  // offset, one instruction.
+  std::size_t current_bin(std::size_t cls) const { return tag_offset_ + cls; }
+
  private:
   // The slow paths of thread_cache.cpp alone reach the bins and their slots.
   friend struct CacheBins;
-  // First, so that the fast path finds the bin of class cls at t_cache + 32 * cls.
-  CacheBin bins_[kClassCount];
-  void** slots_ = nullptr;  // kSlotCount pointers, the cache's from when it is first made
-  // Bytes that mallocs may ask for before the next sample of the heap profile; far more than any
-  // program allocates while it is off (heap_sampler.hpp).
-  std::int64_t bytes_before_sample_ = 0;
-  // Mallocs and frees that may pass before the thread's next look at the clock; 0 in the empty
-  // cache, whose bins send every call to the slow path before it is counted.
+  // First, so that the fast path finds bin b at t_cache + 32 * b. Every bin of every tag: 576 KiB
+  // of address space (caches are mapped, 8 at a time), of which the constructor writes nothing
+  // (the union's active member is an empty one), so that the bins are as mapped, all zero
+  // (nullptr), which sends both fast paths to the slow path until the thread's slow path gives
+  // their tag slots (TagBins). A thread touches the pages of the bins of the tags it uses only.
+  union Bins {
+    struct Unwritten {};
+    constexpr Bins() : unwritten() {}
+    Unwritten unwritten;
+    CacheBin at[kBinCount];
+  } bins_;
+  // Frees that may pass before the thread's next look at the clock; 0 in the empty cache, whose
+  // bins send every call to the slow path before it is counted.
   std::uint32_t calls_before_clock_ = 0;
+  // Bytes that mallocs may ask for before their slow path: the nearer of the heap profile's next
+  // sample and the thread's next look at the clock (count_malloc_bytes). One countdown serves
+  // both, so that malloc's fast path pays for one.
+  std::int64_t malloc_bytes_before_slow_path_ = 0;
+  // bin_of(current tag, 0): what malloc's fast path adds to the class (as wide as a pointer, so
+  // that the add reads it from memory: one instruction).
+  std::size_t tag_offset_ = 0;
+  // The tags pushed and not popped, the current one on top (tag_offset_'s), and how many.
+  std::uint8_t tag_stack_[kTagStackDepth] = {};
+  std::uint32_t tag_depth_ = 0;
+  // Per tag, its bins' slots and scratch, or nullptr while the tag's bins have none (all
+  // nullptr). The untagged one's, after the cache, are the cache's from when it is first made.
+  TagBins* tag_bins_[kTagCount] = {};
 
  public:
   ThreadCache* next = nullptr;  // in the registry of live caches
@@ -158,24 +199,26 @@ class ThreadCache {
   // Under the registry lock, in a recycled cache: its slot pages were not given back when its
   // thread exited (thread_cache.cpp, retire_cache).
   bool slot_pages_kept = false;
-  // Scratch of reclaim_caches, under `lock`: each bin's bottom and top when it was moved, and
-  // the next cache being reclaimed.
-  void** reclaim_from[kClassCount] = {};
-  void** reclaim_to[kClassCount] = {};
+  // Scratch of reclaim_caches, under `lock`: the next cache being reclaimed.
   ThreadCache* reclaim_next = nullptr;
   // Slow-path housekeeping (decay.hpp): the flush epoch this cache last emptied itself at (read
   // by decay to find idle caches), how many slow paths remain before the next look at the
-  // clock, what the looks carry from one to the next, and per class how many more slow paths
-  // empty the bin into the spans after that (see start_emptying_into_spans).
+  // clock, and what the looks carry from one to the next.
   std::atomic<std::uint32_t> flush_epoch{0};
   std::uint32_t clock_countdown = 0;
   ClockLook clock_look;
-  std::uint8_t draining[kClassCount] = {};
-  // Bins still to empty into the spans since the flush epoch moved, the last ones by class
-  // (empty_next_bins_into_spans: a few per slow path).
+  // Bins still to empty into the spans since the flush epoch moved, the last ones by bin, of
+  // the first `bins_to_empty` (empty_next_bins_into_spans: a few per slow path).
   std::uint32_t bins_left_to_empty = 0;
-  // The heap profile's sampler (heap_sampler.cpp): the state of the thread's random draws, and
-  // the sampling settings it drew its countdown under.
+  std::uint32_t bins_to_empty = 0;
+  // malloc's byte countdown (count_malloc_bytes): what it was set to, and the bytes from then to
+  // the heap profile's next sample and to the next look at the clock; that look is due at the
+  // next housekeeping. The state of the thread's random draws, and the sampling settings it drew
+  // its distance under.
+  std::int64_t malloc_bytes_set = 0;
+  std::int64_t bytes_to_sample = 0;
+  std::int64_t bytes_to_clock = 0;
+  bool clock_look_due = false;
   std::uint32_t sample_settings = 0;
   std::uint64_t sample_random = 0;
   // The process and kernel thread that own the cache (reap_dead_caches).
@@ -183,20 +226,26 @@ class ThreadCache {
   int owner_tid = 0;
 };
 
-// A cache's bins and their slots, which ThreadCache keeps from all but the slow paths of
-// thread_cache.cpp and the thread cache's unit tests.
+// A cache's bins, their slots and its tag stack, which ThreadCache keeps from all but the slow
+// paths of thread_cache.cpp and the thread cache's unit tests.
 struct CacheBins {
-  static CacheBin& of(ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
-  static const CacheBin& of(const ThreadCache& cache, unsigned cls) { return cache.bins_[cls]; }
-  // Where the bin of class `cls` keeps its blocks when nothing was reclaimed from it.
-  static void** home(const ThreadCache& cache, unsigned cls) {
-    return cache.slots_ + kSlotOffsets[cls];
+  static CacheBin& of(ThreadCache& cache, unsigned bin) { return cache.bins_.at[bin]; }
+  static const CacheBin& of(const ThreadCache& cache, unsigned bin) { return cache.bins_.at[bin]; }
+  // The slots and scratch of tag `tag`'s bins; nullptr while they have none.
+  static TagBins* tag_bins(const ThreadCache& cache, unsigned tag) { return cache.tag_bins_[tag]; }
+  static void attach_tag_bins(ThreadCache& cache, unsigned tag, TagBins* bins) {
+    cache.tag_bins_[tag] = bins;
   }
-  static void** slots(const ThreadCache& cache) { return cache.slots_; }
-  static void attach_slots(ThreadCache& cache, void** slots) { cache.slots_ = slots; }
+  // Where bin `bin`, whose tag has slots, keeps its blocks when nothing was reclaimed from it.
+  static void** home(const ThreadCache& cache, unsigned bin) {
+    return cache.tag_bins_[bin_tag(bin)]->slots + kSlotOffsets[bin_class(bin)];
+  }
   static std::uint32_t& calls_before_clock(ThreadCache& cache) { return cache.calls_before_clock_; }
-  static std::int64_t& bytes_before_sample(ThreadCache& cache) {
-    return cache.bytes_before_sample_;
+  static std::size_t& tag_offset(ThreadCache& cache) { return cache.tag_offset_; }
+  static std::uint8_t* tag_stack(ThreadCache& cache) { return cache.tag_stack_; }
+  static std::uint32_t& tag_depth(ThreadCache& cache) { return cache.tag_depth_; }
+  static std::int64_t& malloc_bytes_before_slow_path(ThreadCache& cache) {
+    return cache.malloc_bytes_before_slow_path_;
   }
 };
 
@@ -209,8 +258,9 @@ extern ThreadCache g_empty_cache;
 // TLS wrapper function, whichever way the library is loaded or linked.
 extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
-// Slow path of allocation: the bin is empty. Refills it and returns a block, or nullptr when
-// the pools cannot serve the class (the caller then forwards to the system allocator).
+// Slow path of allocation: the bin of class `cls` of the thread's current tag is empty (or has
+// no slots yet: they are given it here). Refills it and returns a block, or nullptr when the
+// pools cannot serve the class (the caller then forwards to the system allocator).
 //
 // What one call costs at most (the worst case of a malloc past the fast path): its cache's lock
 // and the class's lock once each; half a bin of pointers (at most 256) copied from the central
@@ -223,19 +273,32 @@ extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 // (one futex call).
 void* refill_and_allocate(unsigned cls);
 
-// Slow path of free: the bin is full (or this thread has no cache yet), or the block may carry a
-// free mark: if it does, a double free, which is reported and aborts.
+// Slow path of free of a block of bin `bin`: the bin is full (or this thread has no cache yet, or
+// the bin no slots: they are given it here), or the block may carry a free mark: if it does, a
+// double free, which is reported and aborts.
 //
 // What one call costs at most: its cache's lock and the class's lock once each; half a bin of
 // pointers (at most 256) onto the central stack or into their spans' bitmaps, touching no block;
 // no system call while the decay thread runs (spans that empty wait for its steps,
 // span_carving.cpp); without it, a madvise per span that empties past the retained budget.
-void flush_and_deallocate(unsigned cls, void* block);
+void flush_and_deallocate(unsigned bin, void* block);
 
 // A malloc or free that the pools do not serve (a block above them, glibc's) counts down to the
 // thread's next look at the clock as the fast paths do, so that a program whose calls are all
 // large runs the decay steps too.
 void count_call_outside_pools();
+
+// What a malloc looks at the clock after, at most: its calls counted down as bytes, this many
+// each. A thread that frees looks at the clock at least every few thousand frees (their own
+// countdown); one that allocates small blocks and frees none, every few thousand mallocs of 256
+// bytes.
+inline constexpr std::int64_t kMallocBytesPerClockCall = 256;
+
+// malloc's slow path, first: counts the request's bytes where the fast path did not, and when
+// the byte countdown ran out, sees what for. True: the heap profile samples this request. The
+// thread's look at the clock, when it is due, is taken by the housekeeping of the slow path that
+// follows.
+bool count_malloc_bytes(std::size_t size);
 
 // The calling thread's cache, created on its first call; nullptr in a thread that exited its
 // cache already, or when the pools are unavailable.
@@ -263,13 +326,22 @@ void release_recycled_slot_pages();
 // Sets up thread-exit handling; called once during initialisation.
 void init_thread_caches();
 
-// Statistics of one class over live and exited threads: allocations served, and blocks
-// sitting free in thread caches.
+// Statistics of one bin (a class, for the untagged bins) over live and exited threads:
+// allocations served, and blocks sitting free in thread caches.
 struct ClassUsage {
   std::uint64_t requests;
   std::uint64_t cached;
 };
-ClassUsage class_usage(unsigned cls);
+ClassUsage class_usage(unsigned bin);
+
+// The calling thread's stack of memory tags (poolalloc_tag_push and the rest), which lives with
+// its cache: a thread that exits with tags pushed leaves nothing behind, and its recycled cache
+// starts untagged. push_tag: 0, or -1 with errno EINVAL (not a registered tag), EOVERFLOW (the
+// stack is kTagStackDepth deep) or ENOMEM (the thread has no cache and none could be had);
+// pop_tag: the tag popped, or -1 with errno EINVAL (nothing pushed).
+int push_tag(int tag);
+int pop_tag();
+int current_tag();
 std::uint64_t live_thread_caches();
 
 void lock_thread_caches_for_fork();

@@ -62,6 +62,47 @@ int poolalloc_profile_sample(size_t mean_bytes);
  * a fork(). */
 int poolalloc_profile_dump(const char* path);
 
+/* Memory tags: what each subsystem of a program has allocated, exactly. Register a name once,
+ * push its id while a subsystem runs (a per-thread stack, 64 deep; a job system pushes a job's
+ * tag on the worker for the length of the job) and pop it after: every allocation is charged to
+ * the tag current in the thread at its malloc (calloc, realloc, aligned forms, operator new), and
+ * its free, from any thread, discharges that same tag. A realloc that moves a block charges the
+ * new block to the tag current at the realloc; one that keeps it in place keeps its charge. A
+ * thread that exits leaves its stack behind; its next thread starts untagged. */
+#define POOLALLOC_TAG_UNTAGGED 0
+
+/* The id (1 to 255) of `name`, registering it if it is new: a name registered again gets the
+ * same id. The name is copied. -1 with errno EINVAL (NULL, empty or longer than 63 bytes),
+ * ENOSPC (255 tags exist), ENOMEM or EAGAIN (called from a fork handler while fork runs). */
+int poolalloc_tag_register(const char* name);
+/* Makes `id` (a registered tag, or POOLALLOC_TAG_UNTAGGED) the calling thread's current tag: 0,
+ * or -1 with errno EINVAL (not a registered id; nothing changes), EOVERFLOW (64 tags pushed
+ * already; nothing changes) or ENOMEM. */
+int poolalloc_tag_push(int id);
+/* Ends the current tag: the tag pushed before it is current again. The id popped, or -1 with
+ * errno EINVAL when nothing is pushed (nothing changes). */
+int poolalloc_tag_pop(void);
+/* The calling thread's current tag: POOLALLOC_TAG_UNTAGGED when nothing is pushed. */
+int poolalloc_tag_current(void);
+
+/* A tag's figures. Exact while no other thread allocates or frees (as poolalloc_stats; while
+ * others do, each figure is right but they are not one snapshot). live_bytes counts a pooled
+ * block (up to 32 KiB) at its size class, what malloc_usable_size says of it (no block has a
+ * header to keep the size asked for), and a larger block at the size asked for. The
+ * untagged figures count pooled blocks only (larger untagged blocks are system_bytes of
+ * poolalloc_stats). peak_bytes is the most bytes the tag had out at once: its live blocks, plus
+ * its freed pooled blocks that waited in thread caches and central stacks then (at least the
+ * live peak, above it by what waited). */
+struct poolalloc_tag_stats {
+  uint64_t live_bytes;
+  uint64_t live_blocks;
+  uint64_t peak_bytes;
+  const char* name; /* the registered name ("untagged" for 0), valid for the process's life */
+};
+/* Fills *out with the figures of tag `id`: 0, or -1 with errno EINVAL (out NULL, or not a
+ * registered id). */
+int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 // Pointer decoding in the pool region: which pointers are the region's (region_owns), which of
 // those start a whole block of their span's class (class_of_block), and which of those malloc
 // handed out, below the span's carved end (decode_handed_out_block, and the report of
-// handed_out_class_or_report). The spans
+// handed_out_bin_or_report). The spans
 // are carved for each test and handed back at its end; the carved end is set as the central
 // lists set it when their bump index moves.
 #include <gtest/gtest.h>
@@ -149,9 +149,9 @@ TEST(RegionDeathTest, ABlockStartPastTheCarvedEndIsReportedAsNeverHandedOut) {
   const CarvedSpan span(cls);
   ASSERT_TRUE(span.carved());
   span.carve_blocks(2, cls);
-  EXPECT_EQ(handed_out_class_or_report(span.at(128), "free"), cls);
-  EXPECT_DEATH(handed_out_class_or_report(span.at(2 * 128), "free"), "never-used range");
-  EXPECT_DEATH(handed_out_class_or_report(span.at(128 + 16), "free"),
+  EXPECT_EQ(handed_out_bin_or_report(span.at(128), "free"), cls);
+  EXPECT_DEATH(handed_out_bin_or_report(span.at(2 * 128), "free"), "never-used range");
+  EXPECT_DEATH(handed_out_bin_or_report(span.at(128 + 16), "free"),
                "16 bytes into the 128-byte block");
 }
 

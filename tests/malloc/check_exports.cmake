@@ -17,7 +17,9 @@ set(required_c
   malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc
   malloc_usable_size malloc_trim malloc_stats mallinfo2 mallinfo malloc_info
   poolalloc_owns poolalloc_print_stats poolalloc_get_stats poolalloc_version
-  poolalloc_profile_sample poolalloc_profile_dump)
+  poolalloc_profile_sample poolalloc_profile_dump
+  poolalloc_tag_register poolalloc_tag_push poolalloc_tag_pop poolalloc_tag_current
+  poolalloc_get_tag_stats)
 set(required_cxx
   _Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
   _ZnwmSt11align_val_t _ZnamSt11align_val_t

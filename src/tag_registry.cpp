@@ -1,0 +1,79 @@
+#include "tag_registry.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include "central_lists.hpp"
+#include "lock.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+Lock g_tag_lock;  // before all others in the lock order (lock.hpp): registrations, one at a time
+// Written under g_tag_lock before the tag's id is published; read-only afterwards.
+char g_names[kTagCount][kMaxTagName + 1] = {"untagged"};
+
+struct alignas(64) TagOut {
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> peak{0};
+};
+TagOut g_out[kTagCount];
+
+}  // namespace
+
+int register_tag(const char* name) {
+  const std::size_t length = name == nullptr ? 0 : strnlen(name, kMaxTagName + 1);
+  if (length == 0 || length > kMaxTagName) {
+    errno = EINVAL;
+    return -1;
+  }
+  TryLockGuard guard(g_tag_lock);
+  if (!guard.locked()) {  // held for fork(): a fork handler registers; it may try again after
+    errno = EAGAIN;
+    return -1;
+  }
+  const unsigned count = g_registered_tags.load(std::memory_order_relaxed);
+  for (unsigned tag = 1; tag < count; ++tag)
+    if (std::strcmp(g_names[tag], name) == 0) return static_cast<int>(tag);
+  if (count == kTagCount) {
+    errno = ENOSPC;
+    return -1;
+  }
+  if (!map_tag_stacks(count)) {
+    errno = ENOMEM;
+    return -1;
+  }
+  std::memcpy(g_names[count], name, length + 1);
+  g_registered_tags.store(count + 1, std::memory_order_release);
+  return static_cast<int>(count);
+}
+
+const char* tag_name(unsigned tag) {
+  return g_names[tag];
+}
+
+void charge_tag(unsigned tag, std::uint64_t bytes) {
+  TagOut& out = g_out[tag];
+  const std::uint64_t now = out.bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::uint64_t peak = out.peak.load(std::memory_order_relaxed);
+  while (now > peak && !out.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void discharge_tag(unsigned tag, std::uint64_t bytes) {
+  g_out[tag].bytes.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+std::uint64_t tag_peak_bytes(unsigned tag) {
+  return g_out[tag].peak.load(std::memory_order_relaxed);
+}
+
+void lock_tag_registry_for_fork() {
+  g_tag_lock.lock_for_fork();
+}
+
+void unlock_tag_registry_after_fork(bool in_child) {
+  g_tag_lock.unlock_after_fork(in_child);
+}
+
+}  // namespace poolalloc::internal

@@ -1,0 +1,127 @@
+// Memory tags in the core: a block's tag is its span's bin, a thread's bins of a tag get slots
+// at its first slow path for the tag, and a free from any thread goes to the block's own tag's
+// bin. Run under ThreadSanitizer too (the threads' test), which the exported malloc cannot be.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "allocator.hpp"
+#include "pool_region.hpp"
+#include "stats.hpp"
+#include "tag_registry.hpp"
+#include "thread_cache.hpp"
+
+namespace {
+
+using namespace poolalloc::internal;
+
+template <class Body>
+void on_a_new_thread(Body body) {
+  std::thread(body).join();
+}
+
+int tag_named(const char* name) {
+  const int tag = register_tag(name);
+  EXPECT_GT(tag, 0) << name;
+  return tag;
+}
+
+TEST(Tags, ABlocksSpanServesTheBinOfTheTagCurrentAtItsMalloc) {
+  const int tag = tag_named("CoreSpan");
+  on_a_new_thread([&] {
+    void* untagged = allocate(64);
+    ASSERT_EQ(push_tag(tag), 0);
+    void* tagged = allocate(64);
+    void* aligned = allocate_aligned(256, 256);
+    ASSERT_EQ(pop_tag(), tag);
+    EXPECT_EQ(span_bin_of(untagged), class_of(64));
+    EXPECT_EQ(span_bin_of(tagged), bin_of(static_cast<unsigned>(tag), class_of(64)));
+    EXPECT_EQ(span_bin_of(aligned), bin_of(static_cast<unsigned>(tag), class_of(256)));
+    EXPECT_EQ(class_of_block(tagged), class_of(64));
+    EXPECT_EQ(usable_size(tagged), 64u);
+    deallocate(untagged);
+    deallocate(tagged);
+    deallocate(aligned);
+  });
+}
+
+TEST(Tags, AThreadsBinsOfATagGetSlotsAtItsFirstSlowPathForTheTag) {
+  const int tag = tag_named("CoreSlots");
+  on_a_new_thread([&] {
+    deallocate(allocate(64));  // the thread's cache, untagged
+    EXPECT_EQ(CacheBins::tag_bins(*t_cache, static_cast<unsigned>(tag)), nullptr);
+    const unsigned bin = bin_of(static_cast<unsigned>(tag), class_of(64));
+    EXPECT_EQ(CacheBins::of(*t_cache, bin).bottom_slot(), nullptr);
+    ASSERT_EQ(push_tag(tag), 0);
+    void* block = allocate(64);
+    ASSERT_EQ(pop_tag(), tag);
+    EXPECT_NE(CacheBins::tag_bins(*t_cache, static_cast<unsigned>(tag)), nullptr);
+    const std::uint32_t cached = CacheBins::of(*t_cache, bin).count();
+    deallocate(block);  // untagged now, yet into the tag's bin: the block's own
+    EXPECT_EQ(CacheBins::of(*t_cache, bin).count(), cached + 1);
+  });
+}
+
+TEST(Tags, AFreeOfAnotherThreadsTaggedBlockGivesItSlotsForThatTag) {
+  const int tag = tag_named("CoreRemoteFree");
+  void* block = nullptr;
+  on_a_new_thread([&] {
+    ASSERT_EQ(push_tag(tag), 0);
+    block = allocate(128);
+    ASSERT_EQ(pop_tag(), tag);
+  });
+  on_a_new_thread([&] {
+    deallocate(allocate(16));  // a cache without the tag's slots
+    const unsigned bin = bin_of(static_cast<unsigned>(tag), class_of(128));
+    deallocate(block);
+    ASSERT_NE(CacheBins::tag_bins(*t_cache, static_cast<unsigned>(tag)), nullptr);
+    EXPECT_EQ(CacheBins::of(*t_cache, bin).count(), 1u);
+    EXPECT_EQ(*(CacheBins::of(*t_cache, bin).top_slot() - 1), block);
+  });
+}
+
+TEST(Tags, ThreadsFreeingEachOthersTaggedBlocksLeaveEachTagExact) {
+  constexpr int kThreads = 4;
+  constexpr int kBlocks = 2000;
+  int tags[kThreads];
+  for (int t = 0; t < kThreads; ++t)
+    tags[t] = tag_named(("CoreThreads" + std::to_string(t)).c_str());
+  std::vector<std::vector<void*>> blocks(kThreads, std::vector<void*>(kBlocks));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ASSERT_EQ(push_tag(tags[t]), 0);
+      for (int i = 0; i < kBlocks; ++i) blocks[t][i] = allocate(16 + 16 * (i % 32));
+      ASSERT_EQ(pop_tag(), tags[t]);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  threads.clear();
+  for (int t = 0; t < kThreads; ++t) {
+    poolalloc_tag_stats stats{};
+    ASSERT_TRUE(collect_tag_stats(tags[t], stats));
+    EXPECT_EQ(stats.live_blocks, std::uint64_t{kBlocks}) << t;
+  }
+  // Each thread frees its neighbour's blocks under its own tag, allocating as it goes.
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ASSERT_EQ(push_tag(tags[t]), 0);
+      for (void* p : blocks[(t + 1) % kThreads]) {
+        deallocate(allocate(48));
+        deallocate(p);
+      }
+      ASSERT_EQ(pop_tag(), tags[t]);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    poolalloc_tag_stats stats{};
+    ASSERT_TRUE(collect_tag_stats(tags[t], stats));
+    EXPECT_EQ(stats.live_blocks, 0u) << t;
+    EXPECT_EQ(stats.live_bytes, 0u) << t;
+    EXPECT_GE(stats.peak_bytes, std::uint64_t{kBlocks} * 16) << t;
+  }
+}
+
+}  // namespace
