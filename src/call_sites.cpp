@@ -9,6 +9,7 @@
 
 #include "lock.hpp"
 #include "os.hpp"
+#include "process_maps.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -33,80 +34,29 @@ constexpr int kModuleCacheSize = 16;
 MappedModule g_modules[kModuleCacheSize];
 Lock g_modules_lock;
 
-std::uintptr_t parse_hex(const char*& text, const char* end) {
-  std::uintptr_t value = 0;
-  for (; text < end; ++text) {
-    const char c = *text;
-    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (digit < 0) break;
-    value = value << 4 | static_cast<std::uintptr_t>(digit);
-  }
-  return value;
-}
-
-// One line of /proc/self/maps, "start-end perms offset dev inode   path", without its newline.
-// The mapping with offset 0 of a file comes first, at its lowest address, so each one seen is
-// remembered in `found` until the line that holds `address`, which fills in the rest.
-// True once that line is reached.
-bool scan_maps_line(const char* line, const char* end, std::uintptr_t address, CodeMapping& found) {
-  const char* text = line;
-  const std::uintptr_t start = parse_hex(text, end);
-  ++text;  // '-'
-  const std::uintptr_t stop = parse_hex(text, end);
-  for (int field = 0; field < 2 && text < end; ++text) field += *text == ' ';  // to the offset
-  const std::uintptr_t offset = parse_hex(text, end);
-  for (int field = 0; field < 2 && text < end; ++text) field += *text == ' ';  // past dev, inode
-  while (text < end && *text != ' ') ++text;
-  while (text < end && *text == ' ') ++text;
-  const std::size_t length = static_cast<std::size_t>(end - text);
-  const bool holds = address - start < stop - start;
-  if (offset == 0 && length < kMaxPath && (holds || text < end)) {
-    std::memcpy(found.path, text, length);
-    found.path[length] = '\0';
-    found.file_start = start;
-  }
-  if (!holds) return false;
-  if (length >= kMaxPath || std::strncmp(found.path, text, length) != 0 ||
-      found.path[length] != '\0')
-    found.path[0] = '\0';  // no file, or not the one whose start was seen
-  return true;
-}
-
 // Reads /proc/self/maps for the mapping that holds `address`, with a buffer on the stack: no
-// allocation, and no call into the dynamic loader (dladdr takes the loader's lock, and a report
-// is written under the debug heap's lock, which a thread inside dlopen may be waiting for in
-// malloc while it holds the loader's).
+// allocation, and no call into the dynamic loader (a report is written under the debug heap's
+// lock, which a thread inside dlopen may be waiting for in malloc while it holds the loader's).
+// The mapping with offset 0 of a file comes first, at its lowest address, so each one seen is
+// remembered in `found` until the mapping that holds `address`, which must be of the same file.
 bool find_code_mapping(std::uintptr_t address, CodeMapping& found) {
-  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
   char buffer[2048];
-  std::size_t filled = 0;
-  bool skipping = false;  // inside a line longer than the buffer
-  bool reached = false;
-  for (;;) {
-    const ssize_t got = read(fd, buffer + filled, sizeof buffer - filled);
-    if (got <= 0) break;
-    filled += static_cast<std::size_t>(got);
-    const char* line = buffer;
-    const char* const end = buffer + filled;
-    while (!reached) {
-      const auto* newline = static_cast<const char*>(std::memchr(line, '\n', end - line));
-      if (newline == nullptr) break;
-      if (!skipping) reached = scan_maps_line(line, newline, address, found);
-      skipping = false;
-      line = newline + 1;
+  ProcessMapsReader maps(buffer, sizeof buffer);
+  ProcessMapping mapping;
+  while (maps.next(mapping)) {
+    const std::string_view path = mapping.path;
+    const bool holds = address - mapping.start < mapping.end - mapping.start;
+    if (mapping.offset == 0 && path.size() < kMaxPath && (holds || !path.empty())) {
+      std::memcpy(found.path, path.data(), path.size());
+      found.path[path.size()] = '\0';
+      found.file_start = mapping.start;
     }
-    if (reached) break;
-    filled = static_cast<std::size_t>(end - line);
-    if (filled == sizeof buffer) {
-      skipping = true;
-      filled = 0;
-    } else {
-      std::memmove(buffer, line, filled);
-    }
+    if (!holds) continue;
+    if (path.size() >= kMaxPath || path != found.path)
+      found.path[0] = '\0';  // no file, or not the one whose start was seen
+    return found.path[0] != '\0';
   }
-  close(fd);
-  return reached && found.path[0] != '\0';
+  return false;
 }
 
 const MappedModule* map_module(const char (&path)[kMaxPath]) {
