@@ -61,6 +61,10 @@ void os_unmap(void* start, std::size_t bytes) {
   munmap(start, bytes);
 }
 
+void* os_remap(void* start, std::size_t old_bytes, std::size_t new_bytes) {
+  return mapped_or_null(mremap(start, old_bytes, new_bytes, MREMAP_MAYMOVE));
+}
+
 std::uintptr_t os_program_break() {
   return reinterpret_cast<std::uintptr_t>(sbrk(0));
 }

@@ -1,6 +1,6 @@
-// The OS layer: the allocator calls mmap, munmap, madvise, mincore, the futex, membarrier, the
-// CPU's spin pause and the other system calls below here and nowhere else in src/. (Files are
-// opened, read and written where the reports and the options need them.)
+// The OS layer: the allocator calls mmap, mremap, munmap, madvise, mincore, the futex,
+// membarrier, the CPU's spin pause and the other system calls below here and nowhere else in
+// src/. (Files are opened, read and written where the reports and the options need them.)
 //
 // One error convention: a call that can fail returns nullptr or false (a byte count: what it
 // counted before the failure) and leaves the reason in errno; a call whose failure leaves the
@@ -32,6 +32,11 @@ void* os_map_noreserve(std::size_t bytes);
 const void* os_map_file(int fd, std::size_t bytes);
 
 void os_unmap(void* start, std::size_t bytes);
+
+// Grows or shrinks a mapping of os_map to `new_bytes`, moving it where it must (mremap): its
+// contents are kept, pages added read as zeros. nullptr if no room is to be had (the old mapping
+// then stays as it was).
+void* os_remap(void* start, std::size_t old_bytes, std::size_t new_bytes);
 
 // Gives the pages of [start, start + bytes) back to the OS; they read as zeros afterwards.
 void os_decommit(void* start, std::size_t bytes);
