@@ -52,6 +52,8 @@ class OutputBuffer {
     length_ = 0;
     return ok_;
   }
+  // False once a write failed.
+  [[nodiscard]] bool ok() const { return ok_; }
 
  private:
   static constexpr std::size_t kCapacity = 8 << 10;  // a table of every size class fits
