@@ -16,6 +16,9 @@ packages=(
   # install and package tests: pkg-config consumers, cpack -G DEB (dpkg-shlibdeps, file), the
   # fresh Debian root the package is installed in, lintian on the package
   pkg-config dpkg-dev file debootstrap lintian
+  # the heap profile's tests: go tool pprof reads the profiles (graphviz for its graphs), and the
+  # program that writes one records its stacks with libunwind
+  golang-go graphviz libunwind-dev
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )
