@@ -6,9 +6,6 @@ set -euo pipefail
 packages=(
   # build
   cmake ninja-build g++ clang libclang-rt-14-dev googletest libgtest-dev libbenchmark-dev
-  # the heap profile's call stacks (libunwind, loaded when profiling is on), and go tool pprof
-  # with graphviz to read profiles
-  libunwind8 golang-go graphviz
   # checks
   clang-format clang-tidy
   # the toolkit's tests for Windows: mingw-w64 (posix threads, for std::thread) and wine to run
@@ -19,6 +16,9 @@ packages=(
   # install and package tests: pkg-config consumers, cpack -G DEB (dpkg-shlibdeps, file), the
   # fresh Debian root the package is installed in, lintian on the package
   pkg-config dpkg-dev file debootstrap lintian
+  # the heap profile: libunwind (loaded when profiling is on; its -dev for a test program that
+  # links it), go tool pprof to read the profiles and graphviz for its graphs
+  golang-go graphviz libunwind-dev
   # the real programs the integration tests run under LD_PRELOAD
   python3 sqlite3 git xz-utils zstd redis-server redis-tools procps
 )

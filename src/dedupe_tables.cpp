@@ -1,5 +1,7 @@
 #include "dedupe_tables.hpp"
 
+#include <algorithm>
+
 namespace poolalloc::internal {
 namespace {
 
@@ -18,7 +20,7 @@ std::uint64_t hash_text(std::string_view text) {
 template <class Slot>
 bool make_room(ScratchArray<Slot>& slots, std::uint64_t count) {
   if ((count + 1) * 2 <= slots.size()) return true;
-  const std::size_t capacity = slots.size() == 0 ? kFirstCapacity : slots.size() * 2;
+  const std::size_t capacity = std::max(kFirstCapacity, slots.size() * 2);
   ScratchArray<Slot> fresh;
   if (!fresh.resize(capacity)) return false;
   for (std::size_t i = 0; i < slots.size(); ++i) {

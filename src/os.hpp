@@ -1,6 +1,7 @@
-// The OS layer: the allocator calls mmap, munmap, madvise, mincore, the futex, membarrier, the
-// CPU's spin pause and the other system calls below here and nowhere else in src/. (Files are
-// opened, read and written where the reports and the options need them.)
+// The OS layer: the allocator calls mmap, mremap, munmap, madvise, mincore, process_vm_readv, the
+// futex, membarrier, the CPU's spin pause and the other system calls below here and nowhere else
+// in src/. (Files are opened, read and written where the reports, the options and the profile
+// need them.)
 //
 // One error convention: a call that can fail returns nullptr or false (a byte count: what it
 // counted before the failure) and leaves the reason in errno; a call whose failure leaves the
@@ -37,6 +38,13 @@ void os_unmap(void* start, std::size_t bytes);
 // contents are kept, pages added read as zeros. nullptr if no room is to be had (the old mapping
 // then stays as it was).
 void* os_remap(void* start, std::size_t old_bytes, std::size_t new_bytes);
+
+// Copies up to `bytes` from `from`, an address of this process, into `to`, by the kernel
+// (process_vm_readv): a page that is not mapped, or a page of a file beyond the file's end, ends
+// the copy where a load would raise SIGSEGV or SIGBUS. Returns the bytes copied, 0 when the first
+// page could not be read. Where the call is refused (a seccomp filter that does not list it, as
+// some containers have), it copies with loads: the memory must then stay mapped.
+std::size_t os_copy_own_memory(void* to, const void* from, std::size_t bytes);
 
 // Gives the pages of [start, start + bytes) back to the OS; they read as zeros afterwards.
 void os_decommit(void* start, std::size_t bytes);

@@ -46,6 +46,9 @@ constexpr std::size_t kPathCapacity = 4096;
 // Build IDs are 20 bytes (SHA-1) as linkers make them, 16 (MD5) or 8 on request; 64 bytes at
 // most are written.
 constexpr std::size_t kBuildIdDigits = 128;
+// The first bytes of a file's image, where linkers put the headers and the build ID's note (after
+// .interp, in the first kilobytes).
+constexpr std::size_t kImageHeadCapacity = 16384;
 
 struct ExecutableMapping {
   std::uintptr_t start;  // [start, limit)
@@ -112,16 +115,20 @@ class ProfileWriter {
   }
 
   // The build ID of `path`, if the mapping of its first bytes came just before (image_): a
-  // file's mappings are listed together, the one at offset 0 first, at the lowest address.
+  // file's mappings are listed together, the one at offset 0 first, at the lowest address. The
+  // headers are copied by the kernel before they are read: another thread may unload the
+  // library meanwhile (nothing short of the loader's lock, which the writer may not take,
+  // keeps it), and a copy of an unmapped page fails where a load would fault.
   std::uint64_t build_id(std::string_view path) {
     char digits[kBuildIdDigits];
     if (image_ == nullptr || path != image_path_) return 0;
-    return string({digits, read_build_id(image_, image_size_, digits, sizeof digits)});
+    const std::size_t head = os_copy_own_memory(
+        image_head_, image_, image_size_ < sizeof image_head_ ? image_size_ : sizeof image_head_);
+    return string({digits, read_build_id(image_head_, head, digits, sizeof digits)});
   }
 
-  // The executable mappings of files, in address order. The headers of each file are read in
-  // memory as soon as its line is read: a library that another thread unloads in the meantime
-  // could be gone (nothing short of the loader's lock keeps it, which the writer may not take).
+  // The executable mappings of files, in address order, each file's build ID read as soon as
+  // its line is: another thread may unmap it.
   void read_mappings() {
     ProcessMapsReader maps(maps_line_, sizeof maps_line_);
     ProcessMapping mapping;
@@ -253,6 +260,7 @@ class ProfileWriter {
   const void* image_ = nullptr;
   std::size_t image_size_ = 0;
   char image_path_[kPathCapacity] = {};
+  char image_head_[kImageHeadCapacity] = {};
   char maps_line_[kMapsLineCapacity] = {};
   bool ok_ = true;
 };
