@@ -25,8 +25,9 @@ class ProfileApi : public ::testing::Test {
     if (!go_installed()) GTEST_SKIP() << "go (golang-go) is not installed";
   }
   // The game's dump, read with -top at `index`: the figure of probe_live_site.
-  double live_site(const std::string& mode, const std::string& index) {
-    EXPECT_EQ(run_in(directory_.path(), "", kProbe + " " + mode), 0);
+  double live_site(const std::string& mode, const std::string& index,
+                   const std::string& environment = "") {
+    EXPECT_EQ(run_in(directory_.path(), environment, kProbe + " " + mode), 0);
     std::string text;
     const double figure = figure_of(pprof_top(kProbe, directory_.path() + "/call.pb", index, &text),
                                     "probe_live_site");
@@ -50,6 +51,12 @@ TEST_F(ProfileApi, FreesFromOtherThreadsTakeTheSamplesOutOfTheLiveHeap) {
 
 TEST_F(ProfileApi, SamplingTurnedOffTakesNoNewSamples) {
   EXPECT_EQ(live_site("api-off", "alloc_space"), 0);
+}
+
+TEST_F(ProfileApi, TheDebugBuildsDumpIsExactPerCallSite) {
+  const std::string debug = "LD_PRELOAD=" POOLALLOC_DEBUG_LIBRARY;
+  EXPECT_EQ(live_site("api-exact", "inuse_space", debug), 100 * 1000);
+  EXPECT_EQ(live_site("api-exact", "inuse_objects", debug), 1000);
 }
 
 TEST(ProfileApiErrors, AnUnwritablePathReturnsMinusOneWithErrno) {
