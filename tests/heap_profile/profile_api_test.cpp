@@ -53,6 +53,18 @@ TEST_F(ProfileApi, SamplingTurnedOffTakesNoNewSamples) {
   EXPECT_EQ(live_site("api-off", "alloc_space"), 0);
 }
 
+TEST_F(ProfileApi, EachSampleCarriesTheMemoryTagOfItsMallocAsALabel) {
+  ASSERT_EQ(run_in(directory_.path(), "", kProbe + " api-tagged"), 0);
+  const std::string profile = directory_.path() + "/call.pb";
+  std::string text;
+  const auto ai = pprof_top(kProbe, profile, "inuse_space", &text, "-tagfocus=tag=AI");
+  EXPECT_GT(figure_of(ai, "probe_live_site"), 15.6 * kMiB) << text;
+  EXPECT_EQ(figure_of(ai, "probe_after_peak"), 0) << text;
+  const auto others = pprof_top(kProbe, profile, "inuse_space", &text, "-tagignore=tag=AI");
+  EXPECT_EQ(figure_of(others, "probe_live_site"), 0) << text;
+  EXPECT_GT(figure_of(others, "probe_after_peak"), 15.6 * kMiB) << text;
+}
+
 TEST_F(ProfileApi, TheDebugBuildsDumpIsExactPerCallSite) {
   const std::string debug = "LD_PRELOAD=" POOLALLOC_DEBUG_LIBRARY;
   EXPECT_EQ(live_site("api-exact", "inuse_space", debug), 100 * 1000);

@@ -13,6 +13,8 @@
 //   profile_probe api-live     32 MiB live in blocks of 64 bytes at probe_live_site
 //   profile_probe api-freed    the same, freed by four other threads before the dump
 //   profile_probe api-off      the same with sampling turned off again first
+//   profile_probe api-tagged   32 MiB live at probe_live_site under the memory tag "AI", 32 MiB
+//                              at probe_after_peak untagged
 //   profile_probe api-exact    1000 blocks of 100 bytes at probe_live_site, dumped with sampling
 //                              off (the debug build's dump is exact)
 // It exits with 1 when something it checks fails.
@@ -146,6 +148,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "fork") return fork_while_dumping();
+  if (mode == "api-tagged") {
+    poolalloc_profile_sample(512 * 1024);
+    poolalloc_tag_push(poolalloc_tag_register("AI"));
+    std::vector<void*> ai = allocate(32 * kMiB, 64, probe_live_site);
+    poolalloc_tag_pop();
+    std::vector<void*> untagged = allocate(32 * kMiB, 64, probe_after_peak);
+    return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
   if (mode == "api-exact") {
     std::vector<void*> blocks = allocate(100 * 1000, 100, probe_live_site);
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;

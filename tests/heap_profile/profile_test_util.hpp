@@ -68,11 +68,12 @@ inline bool go_installed() {
 // (objects for the _objects indexes), and its whole output in *text.
 inline std::map<std::string, double> pprof_top(const std::string& binary,
                                                const std::string& profile, const std::string& index,
-                                               std::string* text = nullptr) {
+                                               std::string* text = nullptr,
+                                               const std::string& options = "") {
   const std::string command =
       "HOME=/tmp GOCACHE=/tmp/poolalloc-test-gocache go tool pprof -top "
-      "-unit=B -nodecount=1000 -nodefraction=0 -sample_index=" +
-      index + " '" + binary + "' '" + profile + "' 2>&1";
+      "-unit=B -nodecount=1000 -nodefraction=0 " +
+      options + " -sample_index=" + index + " '" + binary + "' '" + profile + "' 2>&1";
   std::map<std::string, double> flat;
   std::string output;
   if (FILE* pipe = popen(command.c_str(), "r")) {
