@@ -88,8 +88,11 @@ bool automatic_path(char (&path)[PATH_MAX], const char* why, bool numbered) {
 }
 
 bool write_profile_file(const char* path, std::int64_t period, NextSample next, void* context) {
-  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+  // O_NONBLOCK: a FIFO that nobody reads fails at once (ENXIO) instead of holding the caller (a
+  // malloc, perhaps) forever; the writes block as usual.
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
   if (fd < 0) return false;
+  fcntl(fd, F_SETFL, 0);
   const bool written = write_profile(fd, period, next, context);
   const int error = errno;
   if (close(fd) != 0 || !written) {
@@ -101,8 +104,21 @@ bool write_profile_file(const char* path, std::int64_t period, NextSample next, 
 
 namespace {
 
-// A dump that the program did not ask for by a call: a failure is said on stderr, once per
-// reason, as the options asked for the file.
+// A dump that the program did not ask for by a call could not be written: said on stderr, as the
+// options asked for the file, once in the process's life (a program that allocates on would
+// otherwise repeat it at every dump).
+void report_unwritten(const char* path, int error) {
+  static constinit std::atomic<bool> said{false};
+  if (said.exchange(true, std::memory_order_relaxed)) return;
+  const char* reason = strerrordesc_np(error);
+  detail::Message message;
+  message << "poolalloc: cannot write the heap profile to ";
+  append_shown(message, path, 200);
+  message << ": " << (reason != nullptr ? reason : "error")
+          << " (later profiles that cannot be written are not reported)\n";
+  message.write_to_stderr();
+}
+
 void dump_automatically(const char* why, bool without_waiting) {
   const int saved_errno = errno;
   char path[PATH_MAX];
@@ -112,12 +128,7 @@ void dump_automatically(const char* why, bool without_waiting) {
   if (!written && errno == EAGAIN && without_waiting) {
     g_dump_pending.store(true, std::memory_order_relaxed);
   } else if (!written) {
-    const char* reason = strerrordesc_np(errno);
-    detail::Message message;
-    message << "poolalloc: cannot write the heap profile to ";
-    append_shown(message, path, 200);
-    message << ": " << (reason != nullptr ? reason : "error") << "\n";
-    message.write_to_stderr();
+    report_unwritten(path, errno);
   }
   errno = saved_errno;
 }
@@ -128,9 +139,11 @@ void dump_peak() {
   const int saved_errno = errno;
   char path[PATH_MAX];
   char partial[PATH_MAX];
-  if (automatic_path(path, "peak", false) && automatic_path(partial, "peak-partial", false) &&
-      write_to(partial, false))
-    rename(partial, path);
+  if (!automatic_path(path, "peak", false) || !automatic_path(partial, "peak-partial", false)) {
+    report_unwritten(g_options.profile_prefix, ENAMETOOLONG);
+  } else if (!write_to(partial, false) || rename(partial, path) != 0) {
+    report_unwritten(path, errno);
+  }
   errno = saved_errno;
 }
 
@@ -141,9 +154,12 @@ void on_profile_signal(int) {
 }  // namespace
 
 void start_heap_profile() {
-  if (!g_options.profile) return;
-  g_next_every.store(static_cast<std::int64_t>(g_options.profile_every), std::memory_order_relaxed);
-  set_sample_mean(static_cast<std::int64_t>(g_options.profile_sample));
+  if (g_options.profile) {
+    g_next_every.store(static_cast<std::int64_t>(g_options.profile_every),
+                       std::memory_order_relaxed);
+    set_sample_mean(static_cast<std::int64_t>(g_options.profile_sample));
+  }
+  // Also without POOLALLOC_PROFILE: a program may turn sampling on by a call.
   if (g_options.profile_signal != 0) {
     struct sigaction action {};
     action.sa_handler = on_profile_signal;

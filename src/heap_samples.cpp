@@ -40,6 +40,16 @@ SampleTotals g_totals{};
 
 constexpr std::uint32_t kFirstCapacity = 1024;
 
+// Frees of sampled blocks that found the lock held for fork(): their addresses wait here, without
+// the lock, and the next holder takes their samples out (drain_deferred_forgets). A free adds its
+// address before the block goes back to glibc, so a later sample at the same address, recorded
+// by a holder that drains first, is never the one taken out. When every slot is taken the
+// address is dropped, and its sample stays in use: a free during a fork with more than
+// kDeferredForgets sampled blocks freed during it.
+constexpr std::size_t kDeferredForgets = 1024;
+std::atomic<std::uintptr_t> g_deferred_forgets[kDeferredForgets];
+std::atomic<bool> g_forgets_deferred{false};
+
 std::uint64_t hash_of(const void* const* frames, std::uint32_t depth, std::uint32_t tag) {
   std::uint64_t h = mix_bits(tag + 1);
   for (std::uint32_t i = 0; i < depth; ++i)
@@ -143,6 +153,29 @@ void remove_live(std::uint32_t i) {
   g_live_count.store(g_live.used, std::memory_order_relaxed);
 }
 
+void defer_forget(std::uintptr_t address) {
+  for (std::atomic<std::uintptr_t>& slot : g_deferred_forgets) {
+    std::uintptr_t empty = 0;
+    if (slot.compare_exchange_strong(empty, address, std::memory_order_relaxed)) {
+      g_forgets_deferred.store(true, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+// Under the lock.
+void drain_deferred_forgets() {
+  if (!g_forgets_deferred.load(std::memory_order_acquire)) [[likely]]
+    return;
+  g_forgets_deferred.store(false, std::memory_order_relaxed);
+  for (std::atomic<std::uintptr_t>& slot : g_deferred_forgets) {
+    const std::uintptr_t address = slot.exchange(0, std::memory_order_relaxed);
+    if (address == 0 || g_live.used == 0) continue;
+    const std::uint32_t i = live_slot(address);
+    if (g_live.slots[i].address != 0) remove_live(i);
+  }
+}
+
 }  // namespace
 
 bool record_sample(const void* block, std::size_t size, std::int64_t mean,
@@ -154,7 +187,9 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean,
   const auto bytes = static_cast<std::int64_t>(static_cast<double>(size) / chance + 0.5);
   const std::uint64_t hash = hash_of(frames, depth, tag);
   TryLockGuard guard(g_lock);
-  if (!guard.locked() || !make_room()) return false;
+  if (!guard.locked()) return false;
+  drain_deferred_forgets();
+  if (!make_room()) return false;
   const auto address = reinterpret_cast<std::uintptr_t>(block);
   std::uint32_t live = live_slot(address);
   // The address of a sample whose free could not be seen (while the lock was held for fork):
@@ -195,7 +230,12 @@ bool samples_live() {
 
 bool forget_sample(const void* block) {
   TryLockGuard guard(g_lock);
-  if (!guard.locked() || g_live.used == 0) return false;
+  if (!guard.locked()) {
+    defer_forget(reinterpret_cast<std::uintptr_t>(block));
+    return false;
+  }
+  drain_deferred_forgets();
+  if (g_live.used == 0) return false;
   const std::uint32_t i = live_slot(reinterpret_cast<std::uintptr_t>(block));
   if (g_live.slots[i].address == 0) return false;
   remove_live(i);
@@ -208,6 +248,7 @@ SampleSnapshot take_sample_snapshot(bool without_waiting) {
   struct Unlock {
     ~Unlock() { g_lock.unlock(); }
   } unlock;
+  drain_deferred_forgets();
   snapshot.taken = true;
   if (g_stack_count == 0) return snapshot;
   snapshot.mapped_bytes = std::size_t{g_stack_count} * sizeof(SampledStack);

@@ -44,7 +44,8 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean,
                    const void* const* frames, std::uint32_t depth, std::uint32_t tag,
                    SampleTotals& totals);
 
-// Takes a live sampled allocation out of the in-use figures; false when `block` is none.
+// Takes a live sampled allocation out of the in-use figures; false when `block` is none, or when
+// the lock is held for fork(): its sample then goes out at the lock's next holder.
 bool forget_sample(const void* block);
 
 // Whether any sampled allocation is live: frees outside the pools look `block` up only then.

@@ -160,8 +160,15 @@ void read_signal() {
   if (number == 0 && parse_size(text, parsed) && text.back() >= '0' && text.back() <= '9' &&
       parsed >= 1 && parsed < static_cast<std::size_t>(NSIG))
     number = static_cast<int>(parsed);
-  if (number == 0 || number == SIGKILL || number == SIGSTOP) {
-    report_invalid(Option::kProfileSignal, text, "a signal such as USR2 or 12", "none");
+  // Not one that cannot be caught, nor one the kernel sends for a fault: a handler that writes a
+  // profile and returns would make a crashing program fault again forever.
+  constexpr int kRefused[] = {SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE,
+                              SIGILL,  SIGTRAP, SIGSYS,  SIGABRT};
+  if (number == 0 ||
+      std::find(std::begin(kRefused), std::end(kRefused), number) != std::end(kRefused)) {
+    report_invalid(
+        Option::kProfileSignal, text,
+        "a signal such as USR2 or 12, not one of KILL STOP SEGV BUS FPE ILL TRAP SYS ABRT", "none");
     return;
   }
   g_options.profile_signal = number;
@@ -228,7 +235,7 @@ void report_line(OutputBuffer& out, Option option, const detail::Message& value,
                  std::string_view note) {
   detail::Message line;
   line << "  " << option_name(option);
-  for (std::size_t column = option_name(option).size(); column < 23; ++column) line << " ";
+  for (std::size_t column = option_name(option).size(); column < 26; ++column) line << " ";
   line << value.text() << note << "\n";
   out << line;
 }
@@ -245,6 +252,35 @@ void report_debug_line(OutputBuffer& out, Option option, const detail::Message& 
   } else if (g_options.set(option)) {
     report_line(out, option, value, " (read by the debug build only)");
   }
+}
+
+// The heap profile's options (docs/profiling.md).
+void report_profile_options(OutputBuffer& out) {
+  detail::Message value;
+  value << (g_options.profile ? "1" : "0");
+  report_line(out, Option::kProfile, value, default_note(Option::kProfile));
+  value = {};
+  append_exact_bytes(value, g_options.profile_sample);
+  report_line(out, Option::kProfileSample, value, default_note(Option::kProfileSample));
+  value = {};
+  append_shown(value, g_options.profile_prefix, 2 * kShownValue);
+  report_line(out, Option::kProfilePrefix, value, default_note(Option::kProfilePrefix));
+  value = {};
+  if (g_options.profile_signal == 0) {
+    value << "unset";
+  } else {
+    value << "SIG" << sigabbrev_np(g_options.profile_signal);
+  }
+  report_line(out, Option::kProfileSignal, value, default_note(Option::kProfileSignal));
+  value = {};
+  value << (g_options.profile_at_exit ? "1" : "0");
+  report_line(out, Option::kProfileAtExit, value, default_note(Option::kProfileAtExit));
+  value = {};
+  append_exact_bytes(value, g_options.profile_every);
+  report_line(out, Option::kProfileEvery, value, default_note(Option::kProfileEvery));
+  value = {};
+  append_exact_bytes(value, g_options.profile_peak);
+  report_line(out, Option::kProfilePeak, value, default_note(Option::kProfilePeak));
 }
 
 }  // namespace
@@ -323,6 +359,7 @@ void report_options(bool debug_build) {
   value = {};
   append_exact_bytes(value, g_options.region_size);
   report_line(out, Option::kRegionSize, value, default_note(Option::kRegionSize));
+  report_profile_options(out);
   value = {};
   value << (g_options.abort_on_error ? "abort" : "report");
   report_debug_line(out, Option::kOnError, value, debug_build);

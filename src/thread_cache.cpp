@@ -381,15 +381,16 @@ bool count_malloc_bytes(std::size_t size) {
   // it is counted twice: rare, and at worst a sample a request early.
   if (left >= 0) left -= static_cast<std::int64_t>(size);
   const std::uint32_t settings = g_sample_settings.load(std::memory_order_relaxed);
-  if (cache->sample_settings != settings) {  // new settings: a new distance, from this request on
-    cache->sample_settings = settings;
-    settle_malloc_countdown(*cache);
-    cache->bytes_to_sample = draw_sample_distance(cache->sample_random);
-    restart_malloc_countdown(*cache);
-    return false;
-  }
-  if (left >= 0) return false;
+  const bool new_settings = cache->sample_settings != settings;
+  if (left >= 0 && !new_settings) return false;
   settle_malloc_countdown(*cache);
+  if (new_settings) {
+    // A new cache, or a new mean: a new distance, which this request counts against already (a
+    // thread's first mallocs are sampled as any other).
+    cache->sample_settings = settings;
+    cache->bytes_to_sample =
+        draw_sample_distance(cache->sample_random) - static_cast<std::int64_t>(size);
+  }
   bool sample = false;
   if (cache->bytes_to_sample < 0) {
     sample = g_sample_mean.load(std::memory_order_relaxed) != 0;

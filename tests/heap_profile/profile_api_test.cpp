@@ -3,6 +3,8 @@
 // profile_probe's api-* modes are the game.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 
 #include "poolalloc/poolalloc.h"
@@ -69,6 +71,30 @@ TEST_F(ProfileApi, TheDebugBuildsDumpIsExactPerCallSite) {
   const std::string debug = "LD_PRELOAD=" POOLALLOC_DEBUG_LIBRARY;
   EXPECT_EQ(live_site("api-exact", "inuse_space", debug), 100 * 1000);
   EXPECT_EQ(live_site("api-exact", "inuse_objects", debug), 1000);
+}
+
+TEST_F(ProfileApi, FreesWhileAnotherThreadForksTakeTheirSamplesOut) {
+  ASSERT_EQ(run_in(directory_.path(), "", kProbe + " api-fork-frees"), 0);
+  const std::string profile = directory_.path() + "/call.pb";
+  std::string text;
+  EXPECT_EQ(figure_of(pprof_top(kProbe, profile, "inuse_space", &text), "probe_churn_site"), 0)
+      << text;
+  EXPECT_GT(figure_of(pprof_top(kProbe, profile, "alloc_space", &text), "probe_churn_site"), 0)
+      << text;
+}
+
+TEST_F(ProfileApi, AThreadsFirstMallocsAreSampledAsAnyOther) {
+  // 8 threads, each with one block of 64 MiB, sampled with a chance of 1 - e^-128.
+  EXPECT_EQ(live_site("api-threads-first", "inuse_objects"), 8);
+}
+
+TEST(ProfileApiErrors, AFifoThatNobodyReadsFailsAtOnceWithEnxio) {
+  ScratchDirectory directory;
+  const std::string fifo = directory.path() + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  errno = 0;
+  EXPECT_EQ(poolalloc_profile_dump(fifo.c_str()), -1);
+  EXPECT_EQ(errno, ENXIO);
 }
 
 TEST(ProfileApiErrors, AnUnwritablePathReturnsMinusOneWithErrno) {

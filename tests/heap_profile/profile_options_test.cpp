@@ -3,6 +3,7 @@
 // the way when off. profile_probe is the program; each test runs it in a directory of its own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -122,15 +123,40 @@ TEST(HeapProfile, DumpsSurviveForksAndTheChildrenDumpToo) {
 
 TEST(HeapProfile, AnUnwritablePrefixIsReportedOnceAndTheProgramRunsOn) {
   ScratchDirectory directory;
-  ASSERT_EQ(
-      run_in(directory.path(), "POOLALLOC_PROFILE=1 POOLALLOC_PROFILE_PREFIX=/nonexistent-dir/heap",
-             kProbe + " live"),
-      0);
+  // Four dumps or so every 16 MiB, and one at exit: all fail, one line says so.
+  ASSERT_EQ(run_in(directory.path(),
+                   "POOLALLOC_PROFILE=1 POOLALLOC_PROFILE_EVERY=16M "
+                   "POOLALLOC_PROFILE_PREFIX=/nonexistent-dir/heap",
+                   kProbe + " every"),
+            0);
   const std::string output = read_output(directory);
-  EXPECT_NE(output.find("poolalloc: cannot write the heap profile to /nonexistent-dir/heap."),
-            std::string::npos)
+  EXPECT_EQ(output.rfind("poolalloc: cannot write the heap profile to /nonexistent-dir/heap.", 0),
+            0u)
       << output;
   EXPECT_NE(output.find("No such file or directory"), std::string::npos) << output;
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+}
+
+TEST(HeapProfile, AFaultSignalIsRefusedSoThatACrashStillEnds) {
+  for (const char* signal : {"SEGV", "BUS", "FPE", "ILL", "ABRT", "11"}) {
+    ScratchDirectory directory;
+    ASSERT_EQ(run_in(directory.path(),
+                     std::string("POOLALLOC_PROFILE=1 POOLALLOC_PROFILE_AT_EXIT=0 "
+                                 "POOLALLOC_PROFILE_SIGNAL=") +
+                         signal,
+                     kProbe + " live"),
+              0);
+    EXPECT_NE(read_output(directory).find("poolalloc: ignoring POOLALLOC_PROFILE_SIGNAL="),
+              std::string::npos)
+        << signal;
+  }
+}
+
+TEST(HeapProfile, TheSignalWritesAProfileAlsoWhenSamplingIsTurnedOnByACall) {
+  ScratchDirectory directory;
+  ASSERT_EQ(run_in(directory.path(), "POOLALLOC_PROFILE_SIGNAL=USR2", kProbe + " signal"), 0)
+      << read_output(directory);
+  EXPECT_EQ(directory.files_starting("poolalloc.").size(), 20u);
 }
 
 }  // namespace

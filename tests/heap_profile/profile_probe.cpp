@@ -15,6 +15,10 @@
 //   profile_probe api-off      the same with sampling turned off again first
 //   profile_probe api-tagged   32 MiB live at probe_live_site under the memory tag "AI", 32 MiB
 //                              at probe_after_peak untagged
+//   profile_probe api-threads-first  8 threads each keep one block of 64 MiB at probe_live_site,
+//                                    their first malloc
+//   profile_probe api-fork-frees     two threads allocate and free at probe_churn_site (nothing
+//                                    stays live) while the main thread forks 40 times
 //   profile_probe api-exact    1000 blocks of 100 bytes at probe_live_site, dumped with sampling
 //                              off (the debug build's dump is exact)
 // It exits with 1 when something it checks fails.
@@ -154,6 +158,27 @@ int main(int argc, char** argv) {
     std::vector<void*> ai = allocate(32 * kMiB, 64, probe_live_site);
     poolalloc_tag_pop();
     std::vector<void*> untagged = allocate(32 * kMiB, 64, probe_after_peak);
+    return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
+  if (mode == "api-threads-first") {
+    poolalloc_profile_sample(512 * 1024);
+    std::vector<void*> blocks(8);
+    std::vector<std::thread> threads;
+    for (void*& block : blocks)
+      threads.emplace_back([&block] { block = probe_live_site(64 * kMiB); });
+    for (std::thread& thread : threads) thread.join();
+    return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
+  if (mode == "api-fork-frees") {
+    poolalloc_profile_sample(64 * 1024);
+    {
+      Churners churners;
+      for (int i = 0; i < 40; ++i) {
+        const pid_t child = fork();
+        if (child == 0) _exit(0);
+        waitpid(child, nullptr, 0);
+      }
+    }
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
   }
   if (mode == "api-exact") {

@@ -143,7 +143,7 @@ TEST(Options, SetGroupIdProgramsIgnoreTheEnvironment) {
       "POOLALLOC_MAX_POOLED=0 POOLALLOC_STATS=1 POOLALLOC_VERBOSE=1 POOLALLOC_DECAY_MS=soon";
   const auto plain = run_preloaded(environment, SECURE_HELPER, "");
   EXPECT_EQ(plain.status, 0) << "not secure, and malloc(64) went to glibc";
-  EXPECT_NE(plain.err.find("POOLALLOC_MAX_POOLED   0 B"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("POOLALLOC_MAX_POOLED      0 B"), std::string::npos) << plain.err;
 
   const std::string copy = std::string(SECURE_HELPER) + "-set-group-id";
   unlink(copy.c_str());
@@ -259,16 +259,24 @@ TEST(Verbose, TheReleaseBuildListsTheVersionAndTheOptionsInForce) {
   const auto run = run_preloaded(
       "POOLALLOC_VERBOSE=1 POOLALLOC_MAX_POOLED=1152 POOLALLOC_REGION_SIZE=16G POOLALLOC_LEAKS=1",
       "ls /");
-  EXPECT_EQ(without_pids(run.err), "poolalloc " POOLALLOC_VERSION_STRING
-                                   ", release build, pid N, options in force:\n"
-                                   "  POOLALLOC_STATS        0 (default)\n"
-                                   "  POOLALLOC_STATS_FILE   unset (default)\n"
-                                   "  POOLALLOC_VERBOSE      1\n"
-                                   "  POOLALLOC_MAX_POOLED   1.125 KiB\n"
-                                   "  POOLALLOC_DECAY_MS     1000 ms (default)\n"
-                                   "  POOLALLOC_DECAY_THREAD 1 (default)\n"
-                                   "  POOLALLOC_REGION_SIZE  16 GiB\n"
-                                   "  POOLALLOC_LEAKS        1 (read by the debug build only)\n");
+  EXPECT_EQ(without_pids(run.err),
+            "poolalloc " POOLALLOC_VERSION_STRING
+            ", release build, pid N, options in force:\n"
+            "  POOLALLOC_STATS           0 (default)\n"
+            "  POOLALLOC_STATS_FILE      unset (default)\n"
+            "  POOLALLOC_VERBOSE         1\n"
+            "  POOLALLOC_MAX_POOLED      1.125 KiB\n"
+            "  POOLALLOC_DECAY_MS        1000 ms (default)\n"
+            "  POOLALLOC_DECAY_THREAD    1 (default)\n"
+            "  POOLALLOC_REGION_SIZE     16 GiB\n"
+            "  POOLALLOC_PROFILE         0 (default)\n"
+            "  POOLALLOC_PROFILE_SAMPLE  512 KiB (default)\n"
+            "  POOLALLOC_PROFILE_PREFIX  poolalloc (default)\n"
+            "  POOLALLOC_PROFILE_SIGNAL  unset (default)\n"
+            "  POOLALLOC_PROFILE_AT_EXIT 1 (default)\n"
+            "  POOLALLOC_PROFILE_EVERY   0 B (default)\n"
+            "  POOLALLOC_PROFILE_PEAK    0 B (default)\n"
+            "  POOLALLOC_LEAKS           1 (read by the debug build only)\n");
 }
 
 TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
@@ -277,20 +285,28 @@ TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
       "POOLALLOC_VERBOSE=1 POOLALLOC_STATS_FILE=stats-%p.txt POOLALLOC_QUARANTINE=1500 "
       "POOLALLOC_DECAY_MS=0 POOLALLOC_DECAY_THREAD=0",
       "ls /", POOLALLOC_DEBUG_LIBRARY, scratch.path());
-  EXPECT_EQ(without_pids(run.err), "poolalloc " POOLALLOC_VERSION_STRING
-                                   ", debug build, pid N, options in force:\n"
-                                   "  POOLALLOC_STATS        1 (implied by POOLALLOC_STATS_FILE)\n"
-                                   "  POOLALLOC_STATS_FILE   " +
-                                       scratch.path() +
-                                       "/stats-%p.txt\n"
-                                       "  POOLALLOC_VERBOSE      1\n"
-                                       "  POOLALLOC_MAX_POOLED   32 KiB (default)\n"
-                                       "  POOLALLOC_DECAY_MS     0 ms\n"
-                                       "  POOLALLOC_DECAY_THREAD 0\n"
-                                       "  POOLALLOC_REGION_SIZE  64 GiB (default)\n"
-                                       "  POOLALLOC_ON_ERROR     abort (default)\n"
-                                       "  POOLALLOC_LEAKS        0 (default)\n"
-                                       "  POOLALLOC_QUARANTINE   1500 B\n");
+  EXPECT_EQ(without_pids(run.err),
+            "poolalloc " POOLALLOC_VERSION_STRING
+            ", debug build, pid N, options in force:\n"
+            "  POOLALLOC_STATS           1 (implied by POOLALLOC_STATS_FILE)\n"
+            "  POOLALLOC_STATS_FILE      " +
+                scratch.path() +
+                "/stats-%p.txt\n"
+                "  POOLALLOC_VERBOSE         1\n"
+                "  POOLALLOC_MAX_POOLED      32 KiB (default)\n"
+                "  POOLALLOC_DECAY_MS        0 ms\n"
+                "  POOLALLOC_DECAY_THREAD    0\n"
+                "  POOLALLOC_REGION_SIZE     64 GiB (default)\n"
+                "  POOLALLOC_PROFILE         0 (default)\n"
+                "  POOLALLOC_PROFILE_SAMPLE  512 KiB (default)\n"
+                "  POOLALLOC_PROFILE_PREFIX  poolalloc (default)\n"
+                "  POOLALLOC_PROFILE_SIGNAL  unset (default)\n"
+                "  POOLALLOC_PROFILE_AT_EXIT 1 (default)\n"
+                "  POOLALLOC_PROFILE_EVERY   0 B (default)\n"
+                "  POOLALLOC_PROFILE_PEAK    0 B (default)\n"
+                "  POOLALLOC_ON_ERROR        abort (default)\n"
+                "  POOLALLOC_LEAKS           0 (default)\n"
+                "  POOLALLOC_QUARANTINE      1500 B\n");
 }
 
 // tuning.md: "The block is printed by each process image: once per program, not again in
@@ -321,7 +337,7 @@ TEST(Verbose, ComesAfterTheReports) {
                      "POOLALLOC_STATS?)\npoolalloc " POOLALLOC_VERSION_STRING ", release build"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("  POOLALLOC_DECAY_MS     1000 ms (default)\n"), std::string::npos) << err;
+  EXPECT_NE(err.find("  POOLALLOC_DECAY_MS        1000 ms (default)\n"), std::string::npos) << err;
 }
 
 // Every output of the library finishes what it started, whichever thread writes it: a thread
@@ -337,7 +353,7 @@ TEST(OptionReports, AreWrittenWholeWithACancellationPending) {
                       0),
             0u)
       << err;
-  EXPECT_TRUE(err.ends_with("  POOLALLOC_REGION_SIZE  64 GiB (default)\n")) << err;
+  EXPECT_TRUE(err.ends_with("  POOLALLOC_PROFILE_PEAK    0 B (default)\n")) << err;
 }
 
 // The table at exit is written whole by a thread that calls exit() with a cancellation pending.
