@@ -15,9 +15,13 @@
 #              never judges speed; skips baselines that are not installed and installs nothing;
 #              results in build-suite/results-smoke/
 #   --allocators "glibc jemalloc mimalloc tcmalloc poolalloc"   (space- or comma-separated; a
-#                NAME=LIB entry preloads LIB under NAME, e.g. an older build of poolalloc)
+#                NAME=LIB entry preloads LIB under NAME, e.g. an older build of poolalloc;
+#                NAME=WHAT:VAR=VALUE... runs WHAT (a library or an allocator's name, or several
+#                joined with '+') with each VAR=VALUE in its environment, e.g.
+#                profile=poolalloc:POOLALLOC_PROFILE=1 (scripts/allocators.sh))
 #   --workloads  "churn sweep mixed prodcons larson game latency python sqlite gxx gawk ruby" (or row
-#                names such as sweep-64, larson-t2, mixed-50k)
+#                names such as sweep-64, larson-t2, mixed-50k); "tags" adds game-tags, the game
+#                with its subsystems under memory tags of poolalloc's (not run by default)
 #   --threads    "1 2 4": thread counts of the scaling workloads, mixed and larson
 #   --no-build   use --poolalloc LIB and the workloads in --bin-dir DIR instead of building
 #   --mimalloc-bench DIR   a checkout of daanx/mimalloc-bench whose programs are built in
@@ -104,18 +108,23 @@ fi
 source "$root/scripts/allocators.sh"
 names=()
 libs=()
+settings=()  # each allocator's VAR=VALUE settings, separated by \x1f
 for allocator in $allocators; do
   lib=$(library_of "$allocator" "$poolalloc")
-  if [[ -n $lib && ! -e $lib ]]; then
+  missing=""
+  IFS=: read -ra parts <<<"$lib"
+  for part in "${parts[@]}"; do [[ -e $part ]] || missing=$part; done
+  if [[ -n $missing ]]; then
     if [[ $mode == smoke ]]; then
-      echo "bench.sh: skipping $allocator: $lib is not installed" >&2
+      echo "bench.sh: skipping $allocator: $missing is not installed" >&2
       continue
     fi
-    echo "bench.sh: $allocator: $lib is missing (scripts/install-deps.sh --bench)" >&2
+    echo "bench.sh: $allocator: $missing is missing (scripts/install-deps.sh --bench)" >&2
     exit 1
   fi
   names+=("${allocator%%=*}")
   libs+=("$lib")
+  settings+=("$(settings_of "$allocator" | paste -sd $'\x1f' -)")
 done
 ((${#names[@]})) || { echo "bench.sh: no allocator to run" >&2; exit 1; }
 
@@ -176,6 +185,8 @@ for t in $threads; do
   add_row larson "larson-t$t" -- "$bin_dir/larson" --scale="$scale" --threads="$t"
 done
 add_row game game -- "$bin_dir/game" --scale="$scale"
+# Only when named (group tags): the game's four subsystems each under a memory tag of poolalloc's.
+add_row tags game-tags -- "$bin_dir/game" --scale="$scale" --tags=1
 add_row latency latency --stats -- "$bin_dir/latency" --scale="$scale"
 add_row python python --env PYTHONMALLOC=malloc -- /usr/bin/python3 \
   "$root/bench/programs/objects.py" "$py_n"
@@ -247,8 +258,11 @@ for ((round = 1; round <= rounds; ++round)); do
       a=$(((k + round - 1 + r) % n))  # rotate the starting allocator per round (and per row)
       out="$work/out.txt"
       rm -f "$stats"
+      environment=()
+      IFS=$US read -ra allocator_settings <<<"${settings[a]}"
+      for setting in "${allocator_settings[@]}"; do environment+=(--env "$setting"); done
       read -r ms kb code < <(cd "$work" && "$runner" --preload "${libs[a]}" --out "$out" \
-        "${command[@]}")
+        "${environment[@]}" "${command[@]}")
       output=$(grep -E -- "${row_checks[r]}" "$out" | sort || true)
       if ((code == 0)) && [[ -n ${row_times[r]} ]]; then
         ms=$(awk "${row_times[r]}" "$out" | awk 'NR == 1 { printf "%.3f", $1 * 1000 }')

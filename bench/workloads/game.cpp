@@ -1,6 +1,12 @@
 // Workload 6, a game frame loop through global new/delete: every frame spawns particles and
 // entities and despawns those whose time is up, builds per-frame temporaries (a scratch vector,
 // strings, a map of contacts), and grows a C array of events with realloc from empty.
+// --tags=1 runs each of the four (particles, entities, the frame's temporaries, events) under a
+// memory tag of its own where the allocator is poolalloc: what tags cost a program that uses
+// several (docs/benchmarks.md, "The heap profile and memory tags"). Under other allocators the
+// flag changes nothing.
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -27,6 +33,36 @@ struct Event {
   int frame, entity, kind, value;
 };
 
+// poolalloc's tag calls, looked up at run time so that the workload runs under any allocator.
+class Tags {
+ public:
+  enum Subsystem { kParticles, kEntities, kTemporaries, kEvents };
+
+  explicit Tags(bool on) {
+    using Register = int (*)(const char*);
+    auto* register_tag = reinterpret_cast<Register>(dlsym(RTLD_DEFAULT, "poolalloc_tag_register"));
+    push_ = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "poolalloc_tag_push"));
+    pop_ = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "poolalloc_tag_pop"));
+    if (!on || !register_tag || !push_ || !pop_) {
+      push_ = nullptr;
+      return;
+    }
+    const char* names[] = {"particles", "entities", "temporaries", "events"};
+    for (int i = 0; i < 4; ++i) ids_[i] = register_tag(names[i]);
+  }
+  void push(Subsystem subsystem) const {
+    if (push_) push_(ids_[subsystem]);
+  }
+  void pop() const {
+    if (push_) pop_();
+  }
+
+ private:
+  int (*push_)(int) = nullptr;
+  int (*pop_)() = nullptr;
+  int ids_[4] = {};
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -34,6 +70,7 @@ int main(int argc, char** argv) {
   const long frames = args.get("frames", 50, 1500, 15000);
   const long spawn = args.get("particles", 100, 200, 200);  // spawned per frame (on average)
   const long entities_per_frame = args.get("entities", 8, 8, 8);
+  const Tags tags(args.get("tags", 0, 0, 0) != 0);
 
   wl::Rng rng(6);
   std::vector<Particle*> particles;
@@ -41,6 +78,7 @@ int main(int argc, char** argv) {
   std::uint64_t checksum = 0;
   for (long frame = 0; frame < frames; ++frame) {
     // Spawn.
+    tags.push(Tags::kParticles);
     long n = static_cast<long>(rng.below(static_cast<std::uint64_t>(2 * spawn)));
     for (long i = 0; i < n; ++i) {
       auto* p =
@@ -48,6 +86,8 @@ int main(int argc, char** argv) {
                        static_cast<int>(i % 4)};
       particles.push_back(p);
     }
+    tags.pop();
+    tags.push(Tags::kEntities);
     for (long i = 0; i < entities_per_frame; ++i) {
       auto e = std::make_unique<Entity>();
       e->name = "entity-" + std::to_string(frame) + "-" + std::to_string(i) + "-with-a-long-name";
@@ -55,8 +95,10 @@ int main(int argc, char** argv) {
       e->life = static_cast<int>(20 + rng.below(200));
       entities.push_back(std::move(e));
     }
+    tags.pop();
 
     // Per-frame temporaries: scratch positions, a contact map, a label string.
+    tags.push(Tags::kTemporaries);
     std::vector<float> scratch;
     std::unordered_map<int, std::vector<int>> contacts;
     for (std::size_t i = 0; i < particles.size(); i += 7) {
@@ -66,8 +108,10 @@ int main(int argc, char** argv) {
     std::string label = "frame " + std::to_string(frame) + ": " + std::to_string(particles.size()) +
                         " particles, " + std::to_string(entities.size()) + " entities";
     checksum += label.size() + scratch.size() + contacts.size();
+    tags.pop();
 
     // Events, in a C array grown with realloc.
+    tags.push(Tags::kEvents);
     Event* events = nullptr;
     std::size_t count = 0, capacity = 0;
 
@@ -90,6 +134,7 @@ int main(int argc, char** argv) {
         ++i;
       }
     }
+    tags.pop();
     for (std::size_t i = 0; i < entities.size();) {
       if (--entities[i]->life <= 0) {
         checksum += entities[i]->name.size() + entities[i]->components.size();
