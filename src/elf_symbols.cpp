@@ -97,4 +97,22 @@ bool FunctionSymbols::next(FunctionSymbol& symbol) {
   }
 }
 
+bool code_address_delta(ElfFile file, std::uint64_t offset, std::uint64_t& delta) {
+  const Elf64_Ehdr* header = elf_header(file);
+  if (header == nullptr) return false;
+  const auto* segments = reinterpret_cast<const Elf64_Phdr*>(file.bytes + header->e_phoff);
+  for (unsigned i = 0; i < header->e_phnum; ++i) {
+    const Elf64_Phdr& segment = segments[i];
+    // The loader maps a segment from the page that holds its first byte, which may also hold the
+    // end of the segment before it (as lld lays files out): the executable one is the one.
+    const std::uint64_t first_page = segment.p_offset & ~std::uint64_t{kPageSize - 1};
+    if (segment.p_type != PT_LOAD || (segment.p_flags & PF_X) == 0 || offset < first_page ||
+        offset >= segment.p_offset + segment.p_filesz)
+      continue;
+    delta = segment.p_vaddr - segment.p_offset;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace poolalloc::internal

@@ -48,4 +48,10 @@ class FunctionSymbols {
   bool on_dynsym_ = false;  // .symtab is done
 };
 
+// For an executable mapping of the file from `offset` on: what turns an offset in the file into
+// the file's own address of the byte there (p_vaddr - p_offset of the executable PT_LOAD segment
+// that the mapping starts in, modulo 2^64), so that the mapping, at `start`, holds the byte of
+// file address `address - start + offset + delta` at `address`. False when no such segment is.
+bool code_address_delta(ElfFile file, std::uint64_t offset, std::uint64_t& delta);
+
 }  // namespace poolalloc::internal
