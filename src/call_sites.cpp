@@ -1,14 +1,9 @@
 #include "call_sites.hpp"
 
-#include <elf.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstring>
 
+#include "elf_symbols.hpp"
 #include "lock.hpp"
-#include "os.hpp"
 #include "process_maps.hpp"
 
 namespace poolalloc::internal {
@@ -27,8 +22,7 @@ struct CodeMapping {
 // A module's file, mapped once and kept: reports name call sites until the process ends.
 struct MappedModule {
   char path[kMaxPath] = {};
-  const std::byte* image = nullptr;
-  std::size_t size = 0;
+  ElfFile file;
 };
 constexpr int kModuleCacheSize = 16;
 MappedModule g_modules[kModuleCacheSize];
@@ -61,7 +55,8 @@ bool find_code_mapping(std::uintptr_t address, CodeMapping& found) {
 
 const MappedModule* map_module(const char (&path)[kMaxPath]) {
   for (const MappedModule& module : g_modules) {
-    if (std::strcmp(module.path, path) == 0) return module.image != nullptr ? &module : nullptr;
+    if (std::strcmp(module.path, path) == 0)
+      return module.file.bytes != nullptr ? &module : nullptr;
   }
   MappedModule* slot = nullptr;
   for (MappedModule& module : g_modules) {
@@ -72,17 +67,8 @@ const MappedModule* map_module(const char (&path)[kMaxPath]) {
   }
   if (slot == nullptr) return nullptr;
   std::memcpy(slot->path, path, kMaxPath);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return nullptr;
-  struct stat status {};
-  const void* image = nullptr;
-  if (fstat(fd, &status) == 0 && status.st_size >= static_cast<off_t>(sizeof(Elf64_Ehdr)))
-    image = os_map_file(fd, static_cast<std::size_t>(status.st_size));
-  close(fd);
-  if (image == nullptr) return nullptr;
-  slot->image = static_cast<const std::byte*>(image);
-  slot->size = static_cast<std::size_t>(status.st_size);
-  return slot;
+  slot->file = map_elf_file(path);
+  return slot->file.bytes != nullptr ? slot : nullptr;
 }
 
 struct Symbol {
@@ -90,33 +76,12 @@ struct Symbol {
   std::uintptr_t start = 0;
 };
 
-// The function symbol of `module` that covers `address` (an address as the file sees it),
-// looked up in .symtab, else in .dynsym.
+// The function symbol of `module` that covers `address` (an address as the file sees it).
 Symbol find_function(const MappedModule& module, std::uintptr_t address) {
-  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(module.image);
-  if (std::memcmp(header->e_ident, ELFMAG, SELFMAG) != 0 ||
-      header->e_shoff + std::size_t{header->e_shnum} * sizeof(Elf64_Shdr) > module.size)
-    return {};
-  const auto* sections = reinterpret_cast<const Elf64_Shdr*>(module.image + header->e_shoff);
-  for (const Elf64_Word type : {SHT_SYMTAB, SHT_DYNSYM}) {
-    for (unsigned i = 0; i < header->e_shnum; ++i) {
-      const Elf64_Shdr& table = sections[i];
-      if (table.sh_type != type || table.sh_link >= header->e_shnum) continue;
-      const Elf64_Shdr& names = sections[table.sh_link];
-      if (table.sh_offset + table.sh_size > module.size ||
-          names.sh_offset + names.sh_size > module.size)
-        continue;
-      const auto* symbols = reinterpret_cast<const Elf64_Sym*>(module.image + table.sh_offset);
-      for (std::size_t s = 0; s < table.sh_size / sizeof(Elf64_Sym); ++s) {
-        const Elf64_Sym& symbol = symbols[s];
-        if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC || symbol.st_name >= names.sh_size ||
-            address - symbol.st_value >= symbol.st_size)
-          continue;
-        return {reinterpret_cast<const char*>(module.image + names.sh_offset + symbol.st_name),
-                symbol.st_value};
-      }
-    }
-  }
+  FunctionSymbols symbols(module.file);
+  FunctionSymbol symbol;
+  while (symbols.next(symbol))
+    if (address - symbol.start < symbol.size) return {symbol.name, symbol.start};
   return {};
 }
 
@@ -134,7 +99,7 @@ void append_call_site(detail::Message& message, const void* address) {
   Symbol symbol;
   if (module != nullptr) {
     const bool position_independent =
-        reinterpret_cast<const Elf64_Ehdr*>(module->image)->e_type == ET_DYN;
+        reinterpret_cast<const Elf64_Ehdr*>(module->file.bytes)->e_type == ET_DYN;
     const std::uintptr_t base = position_independent ? mapping.file_start : 0;
     symbol = find_function(*module, code - base);
     symbol.start += base;

@@ -50,6 +50,12 @@ constexpr std::size_t kDeferredForgets = 1024;
 std::atomic<std::uintptr_t> g_deferred_forgets[kDeferredForgets];
 std::atomic<bool> g_forgets_deferred{false};
 
+// A non-negative value to the nearest whole number (without libm's llround).
+std::int64_t rounded(double value) {
+  const auto whole = static_cast<std::int64_t>(value);
+  return whole + (value - static_cast<double>(whole) >= 0.5 ? 1 : 0);
+}
+
 std::uint64_t hash_of(const void* const* frames, std::uint32_t depth, std::uint32_t tag) {
   std::uint64_t h = mix_bits(tag + 1);
   for (std::uint32_t i = 0; i < depth; ++i)
@@ -183,8 +189,8 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean,
                    SampleTotals& totals) {
   // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
   const double chance = chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
-  const auto objects = static_cast<std::int64_t>(static_cast<double>(kCountUnit) / chance + 0.5);
-  const auto bytes = static_cast<std::int64_t>(static_cast<double>(size) / chance + 0.5);
+  const std::int64_t objects = rounded(static_cast<double>(kCountUnit) / chance);
+  const std::int64_t bytes = rounded(static_cast<double>(size) / chance);
   const std::uint64_t hash = hash_of(frames, depth, tag);
   TryLockGuard guard(g_lock);
   if (!guard.locked()) return false;

@@ -17,8 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 
-// The sites have external linkage: go tool pprof 1.19 names no function of an anonymous
-// namespace.
 __attribute__((noinline)) void* site_live_48_bytes() {
   return std::malloc(48);
 }

@@ -36,8 +36,6 @@
 
 #include "poolalloc/poolalloc.h"
 
-// The sites have external linkage: go tool pprof 1.19 names no function of an anonymous
-// namespace.
 __attribute__((noinline)) void* probe_live_site(std::size_t size) {
   return std::malloc(size);
 }

@@ -151,8 +151,11 @@ TEST_F(PprofReadsTheProfile, TagFocusKeepsTheSamplesOfOneTag) {
 
 // main's call of profile_site_load_textures returns to the first instruction of the next line:
 // the location at the address before it is the call's own line.
+// Lines come from the DWARF, which pprof reads for a mapping that has functions only when forced
+// (profiling.md).
 TEST_F(PprofReadsTheProfile, EachFrameIsAtTheLineOfItsCall) {
-  const CommandRun lines = pprof("-top -lines -sample_index=inuse_space -tagfocus=tag=textures");
+  const CommandRun lines =
+      pprof("-top -lines -symbolize=force -sample_index=inuse_space -tagfocus=tag=textures");
   const std::string source = PROFILE_SAMPLE_SOURCE;
   const std::vector<std::string> main = top_row(lines.output, "main");
   const std::vector<std::string> site = top_row(lines.output, "profile_site_load_textures");
