@@ -43,12 +43,14 @@ constexpr std::uint32_t kFirstCapacity = 1024;
 // Frees of sampled blocks that found the lock held for fork(): their addresses wait here, without
 // the lock, and the next holder takes their samples out (drain_deferred_forgets). A free adds its
 // address before the block goes back to glibc, so a later sample at the same address, recorded
-// by a holder that drains first, is never the one taken out. When every slot is taken the
-// address is dropped, and its sample stays in use: a free during a fork with more than
-// kDeferredForgets sampled blocks freed during it.
-constexpr std::size_t kDeferredForgets = 1024;
+// by a holder that drains first, is never the one taken out. While fork() holds the lock the
+// program's threads run on, their small requests served by glibc: one fork of a loaded machine
+// saw over a thousand sampled frees at the default mean. Past kDeferredForgets (128 KiB of
+// address space, touched as used) an address is dropped and its sample stays in use.
+constexpr std::uint32_t kDeferredForgets = 16384;
 std::atomic<std::uintptr_t> g_deferred_forgets[kDeferredForgets];
-std::atomic<bool> g_forgets_deferred{false};
+// Slots claimed so far, the first of them filled or about to be (a free claims, then stores).
+std::atomic<std::uint32_t> g_deferred_count{0};
 
 // A non-negative value to the nearest whole number (without libm's llround).
 std::int64_t rounded(double value) {
@@ -160,25 +162,27 @@ void remove_live(std::uint32_t i) {
 }
 
 void defer_forget(std::uintptr_t address) {
-  for (std::atomic<std::uintptr_t>& slot : g_deferred_forgets) {
-    std::uintptr_t empty = 0;
-    if (slot.compare_exchange_strong(empty, address, std::memory_order_relaxed)) {
-      g_forgets_deferred.store(true, std::memory_order_release);
-      return;
-    }
-  }
+  const std::uint32_t i = g_deferred_count.fetch_add(1, std::memory_order_acq_rel);
+  if (i < kDeferredForgets) g_deferred_forgets[i].store(address, std::memory_order_release);
 }
 
-// Under the lock.
+// Under the lock. A free that claimed a slot stores its address a few instructions later: the
+// holder waits for it. A free that claims one meanwhile is taken too, before the count is reset.
 void drain_deferred_forgets() {
-  if (!g_forgets_deferred.load(std::memory_order_acquire)) [[likely]]
+  std::uint32_t count = g_deferred_count.load(std::memory_order_acquire);
+  if (count == 0) [[likely]]
     return;
-  g_forgets_deferred.store(false, std::memory_order_relaxed);
-  for (std::atomic<std::uintptr_t>& slot : g_deferred_forgets) {
-    const std::uintptr_t address = slot.exchange(0, std::memory_order_relaxed);
-    if (address == 0 || g_live.used == 0) continue;
-    const std::uint32_t i = live_slot(address);
-    if (g_live.slots[i].address != 0) remove_live(i);
+  std::uint32_t next = 0;
+  for (;;) {
+    for (; next < count && next < kDeferredForgets; ++next) {
+      std::uintptr_t address;
+      while ((address = g_deferred_forgets[next].exchange(0, std::memory_order_acquire)) == 0)
+        os_spin_pause();
+      if (g_live.used == 0) continue;
+      const std::uint32_t i = live_slot(address);
+      if (g_live.slots[i].address != 0) remove_live(i);
+    }
+    if (g_deferred_count.compare_exchange_strong(count, 0, std::memory_order_acq_rel)) return;
   }
 }
 
