@@ -1,4 +1,5 @@
-// Tag budgets (poolalloc_tag_set_budget) and the tags' rows in the statistics table. A budget's
+// Tag budgets (poolalloc_tag_set_budget), and the tags' rows in the statistics table and in the
+// toolkit's print_budgets(). A budget's
 // callback is called once each time its tag goes over it, in the malloc that took it there; it
 // may allocate. Each test registers tags of its own, and reads the figures after popping them.
 #include <errno.h>
@@ -8,13 +9,17 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "poolalloc/fixed_pool.hpp"
 #include "poolalloc/poolalloc.h"
 #include "poolalloc/tags.hpp"
+#include "poolalloc/tracking.hpp"
+#include "run_preloaded.hpp"
 
 namespace {
 
@@ -227,6 +232,45 @@ TEST(StatsTable, ShowsARowPerRegisteredTagWithItsLiveBytesBlocksPeakAndBudget) {
       << table;
   EXPECT_NE(row_of(table, "untagged"), "") << table;
   for (void* p : blocks) free(p);
+}
+
+// The toolkit's table in a program linked with the library: the tags' rows follow the trackers'.
+TEST(PrintBudgets, ShowsTheMallocsTagsBesideTheTrackedArenasInOneTable) {
+  const int id = new_tag("Audio");
+  ASSERT_EQ(poolalloc_tag_set_budget(id, 1 << 20, nullptr, nullptr), 0);
+  void* block = nullptr;
+  {
+    const poolalloc::TagScope scope(id);
+    escape(block = malloc(2 << 20));
+  }
+  poolalloc::FixedPool pool(64, 16);
+  poolalloc::Tracked tracked(pool, 1024);
+  tracked.set_name("bullets");
+  std::ostringstream out;
+  poolalloc::print_budgets(out);
+  const std::string table = out.str();
+  EXPECT_NE(
+      table.find("bullets                                    0           0        1024     0\n"),
+      std::string::npos)
+      << table;
+  EXPECT_NE(
+      table.find("tag:Audio                            2097152     2097152     1048576     1\n"),
+      std::string::npos)
+      << table;
+  EXPECT_LT(table.find("bullets"), table.find("tag:Audio")) << table;
+  free(block);
+}
+
+// The same program but linked with nothing of the library, run with it preloaded: the toolkit
+// finds the tags at run time.
+TEST(PrintBudgets, FindsTheTagsOfAPreloadedLibrary) {
+  const auto run = options_test::run_preloaded("", PRINT_BUDGETS_PROBE);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("bullets "), std::string::npos) << run.err;
+  EXPECT_NE(
+      run.err.find("tag:Physics                          2097152     2097152     1048576     1\n"),
+      std::string::npos)
+      << run.err;
 }
 
 }  // namespace
