@@ -245,14 +245,14 @@ inline void print_budgets(std::ostream& out) {
         << std::right << ' ' << std::setw(11) << used << ' ' << std::setw(11) << row.peak() << ' '
         << std::setw(11) << row.budget() << ' ' << std::setw(5) << row.over_budget_count() << "\n";
   });
-  detail::for_each_malloc_tag([&out](const poolalloc_tag_stats& tag) {
+  detail::for_each_malloc_tag([&out](const detail::MallocTagRow& tag) {
     out << std::left << std::setw(name_width) << (std::string("tag:") + tag.name) << std::right
         << ' ' << std::setw(11) << tag.live_bytes << ' ' << std::setw(11) << tag.peak_bytes << ' '
         << std::setw(11);
-    if (tag.budget_bytes == POOLALLOC_TAG_NO_BUDGET) {
-      out << '-';
-    } else {
+    if (tag.has_budget) {
       out << tag.budget_bytes;
+    } else {
+      out << '-';
     }
     out << ' ' << std::setw(5) << tag.over_budget << "\n";
   });

@@ -5,13 +5,21 @@
 // on Linux through a weak reference, which a program linked with libpoolalloc (shared or static)
 // resolves, or else through dlsym, which finds the library preloaded (LD_PRELOAD; dlsym is in
 // glibc's libc from 2.34, before it in libdl). Elsewhere, and in a program running on another
-// malloc, there are no tags and no rows. With detail/error_output.hpp, the one other file that
-// holds what is platform-specific.
+// malloc, there are no tags and no rows; so too where the toolkit was installed without the
+// malloc's C API (poolalloc.h). With detail/error_output.hpp, the one other file that holds what
+// is platform-specific.
 #pragma once
 
-#include "../poolalloc.h"
+#include <cstdint>
 
-#if defined(__linux__)
+#if __has_include("../poolalloc.h")
+#include "../poolalloc.h"
+#define POOLALLOC_TOOLKIT_SEES_MALLOC_TAGS 1
+#else
+#define POOLALLOC_TOOLKIT_SEES_MALLOC_TAGS 0
+#endif
+
+#if POOLALLOC_TOOLKIT_SEES_MALLOC_TAGS && defined(__linux__)
 #include <dlfcn.h>
 
 // Weak: a program that does not link the library links all the same, the address then null.
@@ -20,6 +28,15 @@ extern "C" [[gnu::weak]] int poolalloc_get_tag_stats(int id, struct poolalloc_ta
 
 namespace poolalloc::detail {
 
+// A tag's figures as print_budgets() shows them (poolalloc_tag_stats's).
+struct MallocTagRow {
+  const char* name;
+  std::uint64_t live_bytes, peak_bytes;
+  bool has_budget;
+  std::uint64_t budget_bytes, over_budget;
+};
+
+#if POOLALLOC_TOOLKIT_SEES_MALLOC_TAGS
 using TagStatsFunction = int (*)(int, poolalloc_tag_stats*);
 
 // The malloc library's poolalloc_get_tag_stats, or nullptr when the program runs without it.
@@ -32,14 +49,21 @@ inline TagStatsFunction find_tag_stats() {
 #endif
 }
 
-// Calls f(stats) for each registered tag (ids 1 up: the untagged one is not a subsystem's), in
-// id order; for none when the malloc library is not there.
+// Calls f(MallocTagRow) for each registered tag (ids 1 up: the untagged one is not a subsystem's),
+// in id order; for none when the malloc library is not there.
 template <class F>
 void for_each_malloc_tag(F&& f) {
   const TagStatsFunction get = find_tag_stats();
   if (get == nullptr) return;
   poolalloc_tag_stats stats{};
-  for (int id = 1; get(id, &stats) == 0; ++id) f(stats);
+  for (int id = 1; get(id, &stats) == 0; ++id)
+    f(MallocTagRow{stats.name, stats.live_bytes, stats.peak_bytes,
+                   stats.budget_bytes != POOLALLOC_TAG_NO_BUDGET, stats.budget_bytes,
+                   stats.over_budget});
 }
+#else
+template <class F>
+void for_each_malloc_tag(F&&) {}
+#endif
 
 }  // namespace poolalloc::detail
