@@ -17,6 +17,8 @@
 #include "span_carving.hpp"
 #include "stats.hpp"
 #include "system_forwarding.hpp"
+#include "tag_budgets.hpp"
+#include "tag_csv.hpp"
 #include "tag_registry.hpp"
 #include "tagged_system_blocks.hpp"
 #include "thread_cache.hpp"
@@ -59,6 +61,7 @@ void prepare_fork() {
   lock_large_blocks_for_fork();
   lock_tagged_system_blocks_for_fork();
   lock_samples_for_fork();
+  lock_tag_budgets_for_fork();
   g_locked_for_fork = true;
 }
 
@@ -72,6 +75,7 @@ void release_after_fork(bool in_child) {
   unlock_tagged_system_blocks_after_fork(in_child);
   unlock_tag_registry_after_fork(in_child);
   unlock_samples_after_fork(in_child);
+  unlock_tag_budgets_after_fork(in_child);
 }
 
 void parent_after_fork() {
@@ -93,6 +97,7 @@ __attribute__((constructor)) void on_load() {
 __attribute__((destructor)) void on_exit() {
   stop_creating_decay_thread();
   print_stats_at_exit();
+  write_tag_csv_at_exit();
   dump_heap_profile_at_exit();
 }
 
@@ -110,6 +115,7 @@ void start_up(bool debug_build) {
   // unavailable glibc serves everything, and its own rule suits it.
   if (ready) take_over_system_thresholds();
   start_heap_profile();
+  start_tag_csv();
   report_options(debug_build);
 }
 

@@ -14,6 +14,7 @@
 #include "poolalloc/poolalloc.h"
 #include "stats.hpp"
 #include "system_forwarding.hpp"
+#include "tag_budgets.hpp"
 #include "tag_registry.hpp"
 #include "thread_cache.hpp"
 
@@ -48,6 +49,10 @@ struct DebugHeap {
   static int tag_pop() { return pop_tag(); }
   static int tag_current() { return current_tag(); }
   static bool tag_stats(int id, poolalloc_tag_stats& out) { return collect_tag_stats(id, out); }
+  static bool tag_set_budget(int id, std::uint64_t bytes, poolalloc_tag_over_budget over,
+                             void* context) {
+    return set_tag_budget(id, bytes, over, context);
+  }
   static struct mallinfo2 mallinfo2();
   static struct mallinfo mallinfo();
   static int malloc_info(int options, FILE* stream);

@@ -200,6 +200,11 @@ POOLALLOC_EXPORT int poolalloc_tag_current() {
   return Heap::tag_current();
 }
 
+POOLALLOC_EXPORT int poolalloc_tag_set_budget(int id, std::uint64_t bytes,
+                                              poolalloc_tag_over_budget over, void* context) {
+  return Heap::tag_set_budget(id, bytes, over, context) ? 0 : -1;
+}
+
 POOLALLOC_EXPORT int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out) {
   if (out == nullptr || !Heap::tag_stats(id, *out)) {
     errno = EINVAL;

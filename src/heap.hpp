@@ -14,6 +14,7 @@
 #include "heap_profile.hpp"
 #include "heap_sampler.hpp"
 #include "stats.hpp"
+#include "tag_budgets.hpp"
 #include "tag_registry.hpp"
 #endif
 
@@ -46,6 +47,10 @@ struct ReleaseHeap {
   static int tag_pop() { return pop_tag(); }
   static int tag_current() { return current_tag(); }
   static bool tag_stats(int id, poolalloc_tag_stats& out) { return collect_tag_stats(id, out); }
+  static bool tag_set_budget(int id, std::uint64_t bytes, poolalloc_tag_over_budget over,
+                             void* context) {
+    return set_tag_budget(id, bytes, over, context);
+  }
   static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
   static struct mallinfo mallinfo() { return pooled_mallinfo(); }
   static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }

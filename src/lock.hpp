@@ -7,6 +7,8 @@
 //      (it maps its tag's central stacks, no more), and no holder of another lock takes it; for
 //      fork it is taken first, so that the registered tags, whose bins' locks (3) fork's
 //      handlers take and release, stay as many until the fork is over
+//   -. the tag CSV's line lock (tag_csv.cpp), held while a line reads the tags' figures (which
+//      take 2 and 3, one at a time); not taken for fork: a child of fork() writes no lines
 //   0. a thread cache's lock (thread_cache.cpp), which its owner takes first in its slow paths;
 //      a thread that reclaims blocks from other threads' caches only tries it (try_lock) and
 //      waits for no cache's lock, so that these locks form no cycle; not taken for fork
@@ -20,6 +22,7 @@
 //      it but mmap and munmap
 //   8. the heap profile's samples lock (heap_samples.cpp): nothing is taken or called under it
 //      but os_map and os_unmap
+//   9. the tag budgets' lock (tag_budgets.cpp): nothing is taken or called under it
 // Critical sections call nothing outside the allocator but os.hpp's mmap and madvise, so a
 // holder never waits for anything but a lock later in the order: the forking thread's wait for
 // each lock is bounded.

@@ -28,6 +28,8 @@ enum class Option : unsigned {
   kProfileAtExit,
   kProfileEvery,
   kProfilePeak,
+  kTagCsv,  // the memory tags' CSV (tag_csv.hpp)
+  kTagCsvMs,
 };
 
 // In the order of Option, which POOLALLOC_VERBOSE lists them in.
@@ -37,7 +39,8 @@ inline constexpr std::string_view kOptionNames[] = {
     "POOLALLOC_REGION_SIZE",     "POOLALLOC_ON_ERROR",       "POOLALLOC_LEAKS",
     "POOLALLOC_QUARANTINE",      "POOLALLOC_BUILD_DIR",      "POOLALLOC_PROFILE",
     "POOLALLOC_PROFILE_SAMPLE",  "POOLALLOC_PROFILE_PREFIX", "POOLALLOC_PROFILE_SIGNAL",
-    "POOLALLOC_PROFILE_AT_EXIT", "POOLALLOC_PROFILE_EVERY",  "POOLALLOC_PROFILE_PEAK"};
+    "POOLALLOC_PROFILE_AT_EXIT", "POOLALLOC_PROFILE_EVERY",  "POOLALLOC_PROFILE_PEAK",
+    "POOLALLOC_TAG_CSV",         "POOLALLOC_TAG_CSV_MS"};
 
 inline constexpr std::string_view kOptionPrefix = "POOLALLOC_";
 

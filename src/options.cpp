@@ -317,6 +317,9 @@ bool read_options() {
             g_options.profile_every);
   read_size(Option::kProfilePeak, 0, std::size_t{1} << 50, "a size such as 256M",
             g_options.profile_peak);
+  read_path(Option::kTagCsv, g_options.tag_csv_path, "");
+  read_size(Option::kTagCsvMs, 1, std::size_t{3600} * 1000, "milliseconds from 1 to 3600000",
+            g_options.tag_csv_ms, true);
   bool report_only = !g_options.abort_on_error;
   read_flag(Option::kOnError, "abort", "report", report_only);
   g_options.abort_on_error = !report_only;

@@ -48,6 +48,10 @@ struct Options {
   bool profile_at_exit = true;
   std::size_t profile_every = 0;
   std::size_t profile_peak = 0;
+  // The memory tags' CSV (tag_csv.hpp): POOLALLOC_TAG_CSV's path, made absolute at start-up, "%p"
+  // expanded when the file is opened (empty: no CSV), and a line every POOLALLOC_TAG_CSV_MS.
+  char tag_csv_path[PATH_MAX] = {};
+  std::size_t tag_csv_ms = 1000;
   // Read by the debug build only:
   bool abort_on_error = true;               // POOLALLOC_ON_ERROR=abort|report
   bool leak_report = false;                 // POOLALLOC_LEAKS

@@ -20,11 +20,13 @@
 #include "options.hpp"
 #include "os.hpp"
 #include "output_buffer.hpp"
+#include "pid_path.hpp"
 #include "pool_region.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "report_text.hpp"
 #include "span_carving.hpp"
 #include "system_forwarding.hpp"
+#include "tag_budgets.hpp"
 #include "tag_registry.hpp"
 #include "tagged_system_blocks.hpp"
 #include "thread_cache.hpp"
@@ -127,17 +129,19 @@ class QuietOutput {
   bool was_pending_ = false;
 };
 
-// One row of the table, each figure right-aligned in its column.
-template <class... Write>
-void print_row(OutputBuffer& out, const Write&... write) {
-  constexpr int kWidths[] = {5, 12, 12, 12, 12, 12, 8, 12};
-  static_assert(sizeof...(Write) == std::size(kWidths));
+// One row of a table, each figure right-aligned in its column.
+template <std::size_t kColumns, class... Write>
+void print_row(OutputBuffer& out, const int (&widths)[kColumns], const Write&... write) {
+  static_assert(sizeof...(Write) == kColumns);
   detail::Message line;
   int column = 0;
-  ((line.padded(kWidths[column++], write)), ...);
+  ((line.padded(widths[column++], write)), ...);
   line << "\n";
   out << line;
 }
+constexpr int kClassWidths[] = {5, 12, 12, 12, 12, 12, 8, 12};
+// The name comes last, unpadded: names are up to kMaxTagName bytes.
+constexpr int kTagWidths[] = {5, 12, 12, 12, 12, 6, 2};
 
 void print_line(OutputBuffer& out, std::string_view text) {
   out.append(text);
@@ -153,6 +157,33 @@ auto bytes(std::uint64_t value) {
 }
 auto exact_bytes(std::uint64_t value) {
   return [value](detail::Message& m) { append_exact_bytes(m, value); };
+}
+
+// A row per registered tag, the untagged one first, once a program registered one: an untagged
+// program's table is as it was.
+void print_tags(OutputBuffer& out) {
+  const unsigned tags = registered_tags();
+  if (tags == 1) return;
+  print_line(out, "  per memory tag: live the bytes and blocks charged to it now, peak the most");
+  print_line(out, "  bytes out at once, over the times it went over its budget");
+  print_row(out, kTagWidths, figure("tag"), figure("live"), figure("blocks"), figure("peak"),
+            figure("budget"), figure("over"), figure("  name"));
+  for (unsigned tag = 0; tag < tags; ++tag) {
+    poolalloc_tag_stats s{};
+    collect_tag_stats(static_cast<int>(tag), s);
+    const std::uint64_t id = tag;
+    const auto budget = [&s](detail::Message& m) {
+      if (s.budget_bytes == POOLALLOC_TAG_NO_BUDGET) {
+        m << "none";
+      } else {
+        append_bytes(m, s.budget_bytes);
+      }
+    };
+    detail::Message name;
+    name << "  " << s.name;
+    print_row(out, kTagWidths, figure(id), bytes(s.live_bytes), figure(s.live_blocks),
+              bytes(s.peak_bytes), budget, figure(s.over_budget), figure(name.text()));
+  }
 }
 
 void print_snapshot(OutputBuffer& out) {
@@ -173,15 +204,17 @@ void print_snapshot(OutputBuffer& out) {
   print_line(out,
              "  live those out now, peak the most out of their spans at once (live or cached),");
   print_line(out, "  spans the 128 KiB spans carved for the class, held their size");
-  print_row(out, figure("class"), figure("block size"), figure("requests"), figure("frees"),
-            figure("live"), figure("peak"), figure("spans"), figure("held"));
+  print_row(out, kClassWidths, figure("class"), figure("block size"), figure("requests"),
+            figure("frees"), figure("live"), figure("peak"), figure("spans"), figure("held"));
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
     const ClassStats& s = snapshot.classes[cls];
     if (s.requests == 0 && s.spans == 0) continue;
     const std::uint64_t index = cls;
-    print_row(out, figure(index), exact_bytes(class_size(cls)), figure(s.requests), figure(s.frees),
-              figure(s.live), figure(s.peak), figure(s.spans), bytes(s.bytes_held));
+    print_row(out, kClassWidths, figure(index), exact_bytes(class_size(cls)), figure(s.requests),
+              figure(s.frees), figure(s.live), figure(s.peak), figure(s.spans),
+              bytes(s.bytes_held));
   }
+  print_tags(out);
   const poolalloc_stats& totals = snapshot.totals;
   detail::Message line;
   line << "pooled requests: " << totals.pooled_requests << "\n";
@@ -223,34 +256,12 @@ int initial_stderr() {
   return -1;
 }
 
-// POOLALLOC_STATS_FILE's path for this process: "%p" replaced by its id, "%%" by "%". False
-// when the result is too long for a path.
-bool expand_stats_path(char (&path)[PATH_MAX]) {
-  detail::Message pid;
-  pid << static_cast<std::uint64_t>(os_process_id());
-  std::size_t length = 0;
-  for (const char* at = g_options.stats_path; *at != '\0'; ++at) {
-    std::string_view piece(at, 1);
-    if (at[0] == '%' && at[1] == 'p') {
-      piece = pid.text();
-      ++at;
-    } else if (at[0] == '%' && at[1] == '%') {
-      ++at;
-    }
-    if (length + piece.size() >= sizeof path) return false;
-    std::memcpy(path + length, piece.data(), piece.size());
-    length += piece.size();
-  }
-  path[length] = '\0';
-  return true;
-}
-
 // The table into the statistics file, opened for it alone and appended to: processes that
 // share a path write one table after the other. A file that cannot be written is said in one
 // line on the stderr the program started with.
 void print_to_stats_file() {
   char path[PATH_MAX];
-  const bool expanded = expand_stats_path(path);
+  const bool expanded = expand_pid_path(g_options.stats_path, path);
   int error = ENAMETOOLONG;
   if (expanded) {
     // O_NONBLOCK: a FIFO that nobody reads fails at once (ENXIO) instead of holding up the
@@ -345,6 +356,9 @@ bool collect_tag_stats(int id, poolalloc_tag_stats& out) {
   // two are read apart while other threads allocate.
   out.peak_bytes = std::max(tag_peak_bytes(tag), out.live_bytes);
   out.name = tag_name(tag);
+  const TagBudget budget = tag_budget(tag);
+  out.budget_bytes = budget.bytes;
+  out.over_budget = budget.crossings;
   return true;
 }
 

@@ -5,6 +5,7 @@
 
 #include "central_lists.hpp"
 #include "lock.hpp"
+#include "tag_budgets.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -55,6 +56,7 @@ const char* tag_name(unsigned tag) {
 void charge_tag(unsigned tag, std::uint64_t bytes) {
   TagOut& out = g_out[tag];
   const std::uint64_t now = out.bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  note_tag_charge(tag, now - bytes, now);
   std::uint64_t peak = out.peak.load(std::memory_order_relaxed);
   while (now > peak && !out.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
@@ -62,6 +64,10 @@ void charge_tag(unsigned tag, std::uint64_t bytes) {
 
 void discharge_tag(unsigned tag, std::uint64_t bytes) {
   g_out[tag].bytes.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+std::uint64_t tag_out_bytes(unsigned tag) {
+  return g_out[tag].bytes.load(std::memory_order_relaxed);
 }
 
 std::uint64_t tag_peak_bytes(unsigned tag) {

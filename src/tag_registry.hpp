@@ -46,9 +46,11 @@ const char* tag_name(unsigned tag);
 // What a tag has out: the bytes of its pooled blocks out of their spans (live, or waiting in a
 // thread cache or central stack) plus its live blocks above the pools; and the most that ever
 // was. Moved by the slow paths (a refill's or a flush's batch at a time) and by the table of
-// tagged system blocks, never by the fast paths.
+// tagged system blocks, never by the fast paths. A charge that takes the tag over its budget
+// notes a crossing (tag_budgets.hpp).
 void charge_tag(unsigned tag, std::uint64_t bytes);
 void discharge_tag(unsigned tag, std::uint64_t bytes);
+std::uint64_t tag_out_bytes(unsigned tag);
 std::uint64_t tag_peak_bytes(unsigned tag);
 
 void lock_tag_registry_for_fork();

@@ -6,6 +6,7 @@
 
 #include "lock.hpp"
 #include "os.hpp"
+#include "tag_budgets.hpp"
 #include "tag_registry.hpp"
 #include "thread_cache.hpp"
 
@@ -86,10 +87,13 @@ void charge_system_block(void* block, std::uint64_t bytes) {
   const int tag = current_tag();
   if (tag == 0) return;
   const int saved_errno = errno;  // a mapping that fails sets it; the request succeeded
-  TryLockGuard guard(g_lock);
-  if (guard.locked())
-    insert(reinterpret_cast<std::uintptr_t>(block), static_cast<unsigned>(tag), bytes);
+  {
+    TryLockGuard guard(g_lock);
+    if (guard.locked())
+      insert(reinterpret_cast<std::uintptr_t>(block), static_cast<unsigned>(tag), bytes);
+  }
   errno = saved_errno;
+  run_due_budget_calls();  // with the table unlocked: the callback may allocate
 }
 
 SystemCharge discharge_system_block(void* block) {

@@ -17,6 +17,7 @@
 #include "os.hpp"
 #include "sample_distance.hpp"
 #include "span_carving.hpp"
+#include "tag_budgets.hpp"
 #include "tag_registry.hpp"
 
 namespace poolalloc::internal {
@@ -465,6 +466,7 @@ void* refill_and_allocate(unsigned cls) {
     on_malloc_slow_path();
   }
   clear_mark(block);
+  run_due_budget_calls();  // with no lock held, under the program's tag: the callback may allocate
   return block;
 }
 

@@ -97,11 +97,35 @@ struct poolalloc_tag_stats {
   uint64_t live_bytes;
   uint64_t live_blocks;
   uint64_t peak_bytes;
-  const char* name; /* the registered name ("untagged" for 0), valid for the process's life */
+  const char* name;      /* the registered name ("untagged" for 0), valid for the process's life */
+  uint64_t budget_bytes; /* the tag's budget: POOLALLOC_TAG_NO_BUDGET when it has none */
+  uint64_t over_budget;  /* how many times the tag went over its budget */
 };
 /* Fills *out with the figures of tag `id`: 0, or -1 with errno EINVAL (out NULL, or not a
  * registered id). */
 int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out);
+
+/* A tag's budget: `over` is called when the tag goes over `bytes`, once each time it goes over.
+ * What is compared with the budget is what the tag has out, as peak_bytes counts it: its live
+ * blocks plus its freed pooled blocks that wait in thread caches and central stacks. It moves a
+ * refill of a thread's bin at a time (up to half the bin's capacity: 64 KiB at most) and a
+ * block above the pools at a time, so the tag goes over at the refill or the large malloc
+ * that takes it there, and comes back under when the blocks waiting for it go back to their
+ * spans or a large block is freed. A budget set below what the tag has out counts as going over.
+ *
+ * `over` runs in the thread whose malloc took the tag over (or another thread's malloc that
+ * comes first), inside that malloc, after it left the allocator's locks and before it returns.
+ * It may allocate and free, read the tags' figures, set budgets and write its log; a tag that
+ * goes over during the call (in the same thread) has its call after this one returns, at a
+ * later malloc. It must return: no longjmp, no exception through it (a C++ callback is
+ * noexcept). `over` may be NULL: the crossings are then only counted (over_budget).
+ *
+ * bytes POOLALLOC_TAG_NO_BUDGET removes the budget. Returns 0, or -1 with errno EINVAL (not a
+ * registered id; nothing changes). */
+#define POOLALLOC_TAG_NO_BUDGET UINT64_MAX
+typedef void (*poolalloc_tag_over_budget)(int id, uint64_t out_bytes, uint64_t budget_bytes,
+                                          void* context);
+int poolalloc_tag_set_budget(int id, uint64_t bytes, poolalloc_tag_over_budget over, void* context);
 
 #ifdef __cplusplus
 }

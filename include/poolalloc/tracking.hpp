@@ -22,10 +22,12 @@
 #include <ios>
 #include <memory_resource>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "detail/budget_registry.hpp"
+#include "detail/malloc_tags.hpp"
 #include "detail/printing.hpp"
 #include "fixed_pool.hpp"
 #include "object_pool.hpp"
@@ -224,6 +226,10 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 // of a debug overlay; safe while trackers on other threads come, go and sample. The name column
 // fits the longest name a tracker keeps, so that every name leaves the columns aligned. In decimal
 // padded with spaces, whatever the stream was left in; the stream is left as it was.
+// In a program that runs on the drop-in malloc (linked or preloaded, detail/malloc_tags.hpp), a
+// line per registered memory tag follows, "tag:" and its name: its live bytes, its peak, its budget
+// ("-" when it has none) and how many times it went over it (poolalloc_tag_set_budget). A tag's
+// name longer than the column pushes the figures of its line along.
 inline void print_budgets(std::ostream& out) {
   const detail::DecimalOutput decimal(out);
   constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
@@ -238,6 +244,17 @@ inline void print_budgets(std::ostream& out) {
     out << std::left << std::setw(name_width) << (row.name().empty() ? "(unnamed)" : row.name())
         << std::right << ' ' << std::setw(11) << used << ' ' << std::setw(11) << row.peak() << ' '
         << std::setw(11) << row.budget() << ' ' << std::setw(5) << row.over_budget_count() << "\n";
+  });
+  detail::for_each_malloc_tag([&out](const detail::MallocTagRow& tag) {
+    out << std::left << std::setw(name_width) << (std::string("tag:") + tag.name) << std::right
+        << ' ' << std::setw(11) << tag.live_bytes << ' ' << std::setw(11) << tag.peak_bytes << ' '
+        << std::setw(11);
+    if (tag.has_budget) {
+      out << tag.budget_bytes;
+    } else {
+      out << '-';
+    }
+    out << ' ' << std::setw(5) << tag.over_budget << "\n";
   });
 }
 

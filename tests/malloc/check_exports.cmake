@@ -19,7 +19,7 @@ set(required_c
   poolalloc_owns poolalloc_print_stats poolalloc_get_stats poolalloc_version
   poolalloc_profile_sample poolalloc_profile_dump
   poolalloc_tag_register poolalloc_tag_push poolalloc_tag_pop poolalloc_tag_current
-  poolalloc_get_tag_stats)
+  poolalloc_get_tag_stats poolalloc_tag_set_budget)
 set(required_cxx
   _Znwm _Znam _ZnwmRKSt9nothrow_t _ZnamRKSt9nothrow_t
   _ZnwmSt11align_val_t _ZnamSt11align_val_t
