@@ -283,6 +283,20 @@ void report_profile_options(OutputBuffer& out) {
   report_line(out, Option::kProfilePeak, value, default_note(Option::kProfilePeak));
 }
 
+// The memory tags' CSV (tag_csv.hpp).
+void report_tag_csv_options(OutputBuffer& out) {
+  detail::Message value;
+  if (g_options.tag_csv_path[0] == '\0') {
+    value << "unset";
+  } else {
+    append_shown(value, g_options.tag_csv_path, 2 * kShownValue);
+  }
+  report_line(out, Option::kTagCsv, value, default_note(Option::kTagCsv));
+  value = {};
+  value << std::uint64_t{g_options.tag_csv_ms} << " ms";
+  report_line(out, Option::kTagCsvMs, value, default_note(Option::kTagCsvMs));
+}
+
 }  // namespace
 
 bool read_options() {
@@ -363,6 +377,7 @@ void report_options(bool debug_build) {
   append_exact_bytes(value, g_options.region_size);
   report_line(out, Option::kRegionSize, value, default_note(Option::kRegionSize));
   report_profile_options(out);
+  report_tag_csv_options(out);
   value = {};
   value << (g_options.abort_on_error ? "abort" : "report");
   report_debug_line(out, Option::kOnError, value, debug_build);

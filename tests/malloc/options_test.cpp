@@ -278,6 +278,8 @@ TEST(Verbose, TheReleaseBuildListsTheVersionAndTheOptionsInForce) {
             "  POOLALLOC_PROFILE_AT_EXIT 1 (default)\n"
             "  POOLALLOC_PROFILE_EVERY   0 B (default)\n"
             "  POOLALLOC_PROFILE_PEAK    0 B (default)\n"
+            "  POOLALLOC_TAG_CSV         unset (default)\n"
+            "  POOLALLOC_TAG_CSV_MS      1000 ms (default)\n"
             "  POOLALLOC_LEAKS           1 (read by the debug build only)\n");
 }
 
@@ -306,6 +308,8 @@ TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
                 "  POOLALLOC_PROFILE_AT_EXIT 1 (default)\n"
                 "  POOLALLOC_PROFILE_EVERY   0 B (default)\n"
                 "  POOLALLOC_PROFILE_PEAK    0 B (default)\n"
+                "  POOLALLOC_TAG_CSV         unset (default)\n"
+                "  POOLALLOC_TAG_CSV_MS      1000 ms (default)\n"
                 "  POOLALLOC_ON_ERROR        abort (default)\n"
                 "  POOLALLOC_LEAKS           0 (default)\n"
                 "  POOLALLOC_QUARANTINE      1500 B\n");
@@ -355,7 +359,7 @@ TEST(OptionReports, AreWrittenWholeWithACancellationPending) {
                       0),
             0u)
       << err;
-  EXPECT_TRUE(err.ends_with("  POOLALLOC_PROFILE_PEAK    0 B (default)\n")) << err;
+  EXPECT_TRUE(err.ends_with("  POOLALLOC_TAG_CSV_MS      1000 ms (default)\n")) << err;
 }
 
 // The table at exit is written whole by a thread that calls exit() with a cancellation pending.
