@@ -266,10 +266,11 @@ void report_profile_options(OutputBuffer& out) {
   append_shown(value, g_options.profile_prefix, 2 * kShownValue);
   report_line(out, Option::kProfilePrefix, value, default_note(Option::kProfilePrefix));
   value = {};
-  if (g_options.profile_signal == 0) {
+  const char* signal = sigabbrev_np(g_options.profile_signal);  // null for 0
+  if (signal == nullptr) {
     value << "unset";
   } else {
-    value << "SIG" << sigabbrev_np(g_options.profile_signal);
+    value << "SIG" << signal;
   }
   report_line(out, Option::kProfileSignal, value, default_note(Option::kProfileSignal));
   value = {};

@@ -170,7 +170,7 @@ void print_tags(OutputBuffer& out) {
             figure("budget"), figure("over"), figure("  name"));
   for (unsigned tag = 0; tag < tags; ++tag) {
     poolalloc_tag_stats s{};
-    collect_tag_stats(static_cast<int>(tag), s);
+    if (!collect_tag_stats(static_cast<int>(tag), s)) continue;
     const std::uint64_t id = tag;
     const auto budget = [&s](detail::Message& m) {
       if (s.budget_bytes == POOLALLOC_TAG_NO_BUDGET) {

@@ -123,6 +123,7 @@ int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out);
  * bytes POOLALLOC_TAG_NO_BUDGET removes the budget. Returns 0, or -1 with errno EINVAL (not a
  * registered id; nothing changes). */
 #define POOLALLOC_TAG_NO_BUDGET UINT64_MAX
+/* NOLINTNEXTLINE(modernize-use-using): a C header */
 typedef void (*poolalloc_tag_over_budget)(int id, uint64_t out_bytes, uint64_t budget_bytes,
                                           void* context);
 int poolalloc_tag_set_budget(int id, uint64_t bytes, poolalloc_tag_over_budget over, void* context);

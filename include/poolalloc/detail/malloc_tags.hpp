@@ -22,7 +22,9 @@
 #if POOLALLOC_TOOLKIT_SEES_MALLOC_TAGS && defined(__linux__)
 #include <dlfcn.h>
 
-// Weak: a program that does not link the library links all the same, the address then null.
+// Weak: a program that does not link the library links all the same, the address then null. (The
+// declaration repeats poolalloc.h's to add the attribute.)
+// NOLINTNEXTLINE(readability-redundant-declaration)
 extern "C" [[gnu::weak]] int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out);
 #endif
 
