@@ -1,7 +1,8 @@
 // Operations deferred while a lock is held for fork() (lock.hpp): from the prepare handler to the
 // parent or child handler no thread may wait for the lock, so a thread that must change what it
 // guards appends the change to a log instead, and the lock's next holder replays the log in order.
-// The debug heap's registry (debug_heap.cpp) is kept so.
+// The debug heap's registry (debug_heap.cpp) and the table of tagged system blocks
+// (tagged_system_blocks.cpp) are kept so.
 //
 // DeferredLog: any thread appends to it without a lock, without waiting and without a fixed bound
 // (chunks of memory of its own, mapped as it grows and kept for the next fork).

@@ -85,7 +85,7 @@ inline void* system_memalign(std::size_t alignment, std::size_t size) {
 inline void* system_realloc(void* p, std::size_t size) {
   const SystemCharge old = discharge_system_block(p);
   void* block = counted(__libc_realloc(p, size), size);
-  if (block == nullptr) restore_system_charge(p, old);
+  if (block == nullptr) recharge_system_block(p, old);
   return block;
 }
 inline void system_free(void* p) {

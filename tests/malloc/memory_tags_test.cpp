@@ -374,6 +374,22 @@ TEST(MemoryTags, AThreadThatExitsWithTagsPushedLeavesNoTraceAndItsBlocksStayChar
   EXPECT_EQ(stats_of(tag).live_blocks, 0u);
 }
 
+// What poolalloc allocates for itself under the program's tag is charged to no tag: here, what
+// glibc's dynamic loader allocates as poolalloc first looks up glibc's malloc_usable_size, for a
+// block glibc served. (The lookup is made once per process: run alone, as ctest runs each test,
+// this is the first.)
+TEST(MemoryTags, WhatPoolallocLooksUpInGlibcUnderATagIsChargedToNoTag) {
+  const int tag = new_tag("LookUp");
+  void* large = malloc(1 << 20);
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  const std::size_t usable = malloc_usable_size(large);
+  ASSERT_EQ(poolalloc_tag_pop(), tag);
+  EXPECT_GE(usable, std::size_t{1} << 20);
+  EXPECT_EQ(stats_of(tag).live_blocks, 0u);
+  EXPECT_EQ(stats_of(tag).live_bytes, 0u);
+  free(large);
+}
+
 // A job system: a pool of workers, each job pushing its own tag on the worker that runs it.
 TEST(MemoryTags, AJobSystemChargesEachJobsAllocationsToItsTag) {
   constexpr int kTags = 6;
