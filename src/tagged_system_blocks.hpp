@@ -31,7 +31,8 @@ struct SystemCharge {
 // Before `block`, a pointer outside the pool region, goes back to the system allocator (or is
 // passed to its realloc): its charge leaves its tag, and is returned.
 SystemCharge discharge_system_block(void* block);
-// `block` is charged again with `charge`: a realloc that failed leaves it untouched.
+// `block` is charged again with `charge` (a realloc that failed leaves it untouched, or one that
+// kept it in place: its tag stays, with the bytes of the new request).
 void recharge_system_block(void* block, SystemCharge charge);
 
 // The live blocks above the pools charged to `tag`, and the bytes requested for them.

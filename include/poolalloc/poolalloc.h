@@ -67,8 +67,9 @@ int poolalloc_profile_dump(const char* path);
  * tag on the worker for the length of the job) and pop it after: every allocation is charged to
  * the tag current in the thread at its malloc (calloc, realloc, aligned forms, operator new), and
  * its free, from any thread, discharges that same tag. A realloc that moves a block charges the
- * new block to the tag current at the realloc; one that keeps it in place keeps its charge. A
- * thread that exits leaves its stack behind; its next thread starts untagged. */
+ * new block to the tag current at the realloc; one that keeps it in place keeps its tag (a block
+ * above the pools is then counted at the new size). A thread that exits leaves its stack behind;
+ * its next thread starts untagged. */
 #define POOLALLOC_TAG_UNTAGGED 0
 
 /* The id (1 to 255) of `name`, registering it if it is new: a name registered again gets the

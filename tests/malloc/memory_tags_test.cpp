@@ -323,12 +323,13 @@ TEST(MemoryTags, BlocksAboveThePoolsAreChargedAndDischargedFromAnyThread) {
 
 // Decided: the block realloc returns is charged to the tag current at the realloc when it is a
 // new block; a block that stays where it is (the new size fits its class) keeps its charge.
+// (A pooled block grown past the pools always moves, into a block of glibc's.)
 TEST(MemoryTags, ReallocUnderAnotherTagChargesAMovedBlockToTheCurrentTag) {
   const int first = new_tag("ReallocFirst");
   const int second = new_tag("ReallocSecond");
   ASSERT_EQ(poolalloc_tag_push(first), 0);
   void* small = malloc(48);
-  void* large = malloc(200 << 10);
+  void* large = malloc(1000);
   ASSERT_EQ(poolalloc_tag_pop(), first);
   ASSERT_EQ(poolalloc_tag_push(second), 0);
   void* same = realloc(small, 40);  // fits its 48-byte block: stays, charged as it was
@@ -346,6 +347,46 @@ TEST(MemoryTags, ReallocUnderAnotherTagChargesAMovedBlockToTheCurrentTag) {
   free(grown);
   EXPECT_EQ(stats_of(second).live_blocks, 0u);
   EXPECT_EQ(stats_of(second).live_bytes, 0u);
+}
+
+// A block above the pools that glibc resizes in place (shrunk here, which glibc does in place)
+// keeps its tag, as a pooled block that fits its class does, whatever tag is current at the
+// realloc; it counts the bytes of the new request.
+TEST(MemoryTags, ABlockAboveThePoolsThatReallocKeepsInPlaceKeepsItsTag) {
+  const int first = new_tag("InPlaceFirst");
+  const int second = new_tag("InPlaceSecond");
+  ASSERT_EQ(poolalloc_tag_push(first), 0);
+  void* p = malloc(100000);
+  ASSERT_EQ(poolalloc_tag_pop(), first);
+  ASSERT_EQ(poolalloc_tag_push(second), 0);
+  void* shrunk = realloc(p, 90000);
+  ASSERT_EQ(poolalloc_tag_pop(), second);
+  void* shrunk_untagged = realloc(shrunk, 80000);
+  ASSERT_EQ(shrunk, p) << "glibc moved the block: this test needs one kept in place";
+  ASSERT_EQ(shrunk_untagged, p) << "glibc moved the block: this test needs one kept in place";
+  EXPECT_EQ(poolalloc_owns(p), 0);
+  const poolalloc_tag_stats a = stats_of(first);
+  const poolalloc_tag_stats b = stats_of(second);
+  EXPECT_EQ(a.live_blocks, 1u);
+  EXPECT_EQ(a.live_bytes, 80000u);
+  EXPECT_EQ(b.live_blocks, 0u);
+  EXPECT_EQ(b.live_bytes, 0u);
+  free(shrunk_untagged);
+  EXPECT_EQ(stats_of(first).live_blocks, 0u);
+  EXPECT_EQ(stats_of(first).live_bytes, 0u);
+}
+
+// A realloc that glibc cannot serve changes no charge: the block is untouched.
+TEST(MemoryTags, AFailedReallocOfABlockAboveThePoolsKeepsItsCharge) {
+  const int tag = new_tag("FailedRealloc");
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  void* p = malloc(100000);
+  ASSERT_EQ(poolalloc_tag_pop(), tag);
+  EXPECT_EQ(realloc(p, SIZE_MAX / 2), nullptr);
+  EXPECT_EQ(stats_of(tag).live_blocks, 1u);
+  EXPECT_EQ(stats_of(tag).live_bytes, 100000u);
+  free(p);
+  EXPECT_EQ(stats_of(tag).live_blocks, 0u);
 }
 
 TEST(MemoryTags, AThreadThatExitsWithTagsPushedLeavesNoTraceAndItsBlocksStayCharged) {
