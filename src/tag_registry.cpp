@@ -20,10 +20,10 @@ struct alignas(64) TagOut {
 };
 TagOut g_out[kTagCount];
 
-// Under g_tag_lock.
+// Under g_tag_lock. "untagged", tag 0's name, is found like any registered name: it names tag 0.
 int register_locked(const char* name, std::size_t length) {
   const unsigned count = g_registered_tags.load(std::memory_order_relaxed);
-  for (unsigned tag = 1; tag < count; ++tag)
+  for (unsigned tag = 0; tag < count; ++tag)
     if (std::strcmp(g_names[tag], name) == 0) return static_cast<int>(tag);
   if (count == kTagCount) {
     errno = ENOSPC;

@@ -73,9 +73,10 @@ int poolalloc_profile_dump(const char* path);
 #define POOLALLOC_TAG_UNTAGGED 0
 
 /* The id (1 to 255) of `name`, registering it if it is new: a name registered again gets the
- * same id. The name is copied. -1 with errno EINVAL (NULL, empty or longer than 63 bytes),
- * ENOSPC (255 tags exist), ENOMEM or EAGAIN (called by the forking thread inside fork(): from a
- * fork handler). Called by another thread while a fork runs, it waits for the fork to end. */
+ * same id ("untagged", the name of POOLALLOC_TAG_UNTAGGED, gets 0). The name is copied. -1 with
+ * errno EINVAL (NULL, empty or longer than 63 bytes), ENOSPC (255 tags exist), ENOMEM or EAGAIN
+ * (called by the forking thread inside fork(): from a fork handler). Called by another thread
+ * while a fork runs, it waits for the fork to end. */
 int poolalloc_tag_register(const char* name);
 /* Makes `id` (a registered tag, or POOLALLOC_TAG_UNTAGGED) the calling thread's current tag: 0,
  * or -1 with errno EINVAL (not a registered id; nothing changes), EOVERFLOW (64 tags pushed

@@ -55,6 +55,16 @@ TEST(MemoryTags, RegisteringANameTwiceReturnsTheSameIdAndTheStatsNameIt) {
   EXPECT_STREQ(stats_of(POOLALLOC_TAG_UNTAGGED).name, "untagged");
 }
 
+// "untagged" is tag 0's name, so registering it is registering a name again: it returns that
+// tag's id, 0, and takes no id of the 255.
+TEST(MemoryTags, RegisteringTheNameUntaggedReturnsTheUntaggedIdAndTakesNoId) {
+  const int before = new_tag("BeforeUntagged");
+  EXPECT_EQ(poolalloc_tag_register("untagged"), POOLALLOC_TAG_UNTAGGED);
+  EXPECT_EQ(poolalloc_tag_register("untagged"), POOLALLOC_TAG_UNTAGGED);
+  EXPECT_EQ(new_tag("AfterUntagged"), before + 1);
+  EXPECT_STREQ(stats_of(POOLALLOC_TAG_UNTAGGED).name, "untagged");
+}
+
 TEST(MemoryTags, RegisteringNoNameAnEmptyOrATooLongOneFailsWithEinval) {
   errno = 0;
   EXPECT_EQ(poolalloc_tag_register(nullptr), -1);
