@@ -94,9 +94,10 @@ int poolalloc_tag_current(void);
  * block (up to 32 KiB) at its size class, what malloc_usable_size says of it (no block has a
  * header to keep the size asked for), and a larger block at the size asked for. The
  * untagged figures count pooled blocks only (larger untagged blocks are system_bytes of
- * poolalloc_stats). peak_bytes is the most bytes the tag had out at once: its live blocks, plus
- * its freed pooled blocks that waited in thread caches and central stacks then (at least the
- * live peak, above it by what waited). */
+ * poolalloc_stats). peak_bytes is the most bytes the tag had out of its spans at once: its live
+ * blocks, plus its free pooled blocks that waited in thread caches and central stacks then, those
+ * freed and those a refill took into a thread cache before malloc handed them out (at least the
+ * live peak, above it by what waited: one malloc(16) under a new tag shows 256). */
 struct poolalloc_tag_stats {
   uint64_t live_bytes;
   uint64_t live_blocks;
