@@ -30,6 +30,7 @@ enum State : int { kUninitialised, kInitialising, kReady, kUnavailable };
 constinit std::atomic<int> g_state{kUninitialised};
 constinit bool g_options_read = false;
 constinit bool g_locked_for_fork = false;
+constinit __thread bool t_holds_locks_for_fork __attribute__((tls_model("initial-exec"))) = false;
 
 // The fork protocol. fork() must not leave an allocator lock held, in the child, by a thread
 // that does not exist there, so the prepare handler takes every lock, in the lock order
@@ -40,7 +41,12 @@ constinit bool g_locked_for_fork = false;
 //   (glibc's malloc, which fork() locks last, after every handler, and resets in the child);
 // - a flush that cannot lock leaves the blocks in the thread's bin beyond its limit, or in a
 //   lock-free list that the next holder of the lock drains; a thread whose cache cannot be
-//   registered goes uncached for now; statistics read the frozen data as it is.
+//   registered goes uncached for now; statistics read the frozen data as it is;
+// - the record of a tagged block above the pools waits in a log that the parent or child
+//   handler replays (tagged_system_blocks.cpp).
+// Only what cannot fall back waits: poolalloc_tag_register and a thread's first
+// poolalloc_tag_push, in any thread but the forking one (holds_locks_for_fork; tag_registry.cpp
+// says why that wait ends).
 // Why no waiting: a thread allocating inside a libc lock (getline reallocs its buffer under the
 // FILE lock) would block on us while fork() waits for the stdio list lock that another thread
 // (fflush(NULL)) holds while it waits for that FILE lock: a cycle through fork() itself.
@@ -54,6 +60,7 @@ constinit bool g_locked_for_fork = false;
 void prepare_fork() {
   decay_thread_prepare_fork();
   if (__libc_single_threaded) return;
+  t_holds_locks_for_fork = true;
   lock_tag_registry_for_fork();
   lock_thread_caches_for_fork();
   lock_central_lists_for_fork();
@@ -76,6 +83,7 @@ void release_after_fork(bool in_child) {
   unlock_tag_registry_after_fork(in_child);
   unlock_samples_after_fork(in_child);
   unlock_tag_budgets_after_fork(in_child);
+  t_holds_locks_for_fork = false;  // last: a signal handler meanwhile must not wait for itself
 }
 
 void parent_after_fork() {
@@ -102,6 +110,10 @@ __attribute__((destructor)) void on_exit() {
 }
 
 }  // namespace
+
+bool holds_locks_for_fork() {
+  return t_holds_locks_for_fork;
+}
 
 void start_up(bool debug_build) {
   const bool ready = ensure_initialised();

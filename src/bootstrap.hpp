@@ -13,4 +13,10 @@ bool ensure_initialised();
 // allocation came too early to, and makes the start-up reports the options ask for.
 void start_up(bool debug_build);
 
+// True in the thread that forks, from the prepare handler that holds the allocator's locks for
+// fork() to the parent or child handler that releases them (bootstrap.cpp): the one thread that
+// must never wait for a lock held for fork, since it holds them itself (in another library's
+// fork handler, or a signal handler, that runs meanwhile).
+bool holds_locks_for_fork();
+
 }  // namespace poolalloc::internal

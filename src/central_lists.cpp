@@ -103,6 +103,10 @@ struct alignas(64) BinList {
   // marked orphaned (free_block_marks.hpp): pushed without the lock, drained into their spans by
   // the next holder.
   std::atomic<void*> orphans{nullptr};
+  // How many blocks wait there, counted before they are pushed and after they are drained, so
+  // that the statistics count them free, not live, until the next holder files them (never fewer
+  // than wait there; in a child of fork(), more by the blocks of a push that fork interrupted).
+  std::atomic<std::uint64_t> orphaned{0};
   std::uint32_t stacked = 0;  // blocks in the class's stack (stack_of)
   Span* partial = nullptr;    // spans with free blocks and used ones, doubly linked
   ClassCounters counters{};   // but `stacked`, which class_counters() fills in
@@ -193,17 +197,21 @@ struct alignas(64) BinList {
   Span* drain_orphans(unsigned bin) {
     if (orphans.load(std::memory_order_relaxed) == nullptr) return nullptr;
     Span* to_release = nullptr;
+    std::uint64_t drained = 0;
     for (void* block = orphans.exchange(nullptr, std::memory_order_acquire); block != nullptr;) {
       check_orphan(block, bin);
       void* next = next_orphan(block);
       set_mark(block);
       list_splice(to_release, return_to_spans(bin, &block, 1));
       block = next;
+      ++drained;
     }
+    orphaned.fetch_sub(drained, std::memory_order_relaxed);
     return to_release;
   }
   // Without the lock, and without waiting: the blocks join the orphans.
   void orphan(void* const* blocks, std::uint32_t count) {
+    orphaned.fetch_add(count, std::memory_order_relaxed);
     for (std::uint32_t i = 1; i < count; ++i) mark_orphaned(blocks[i - 1], blocks[i]);
     void* head = orphans.load(std::memory_order_relaxed);
     do {
@@ -340,7 +348,11 @@ void return_blocks_to_spans(unsigned bin, void* const* blocks, std::uint32_t cou
   {
     TryLockGuard guard(list.lock);
     if (!guard.locked()) {
-      list.orphan(blocks, count);  // held for fork(): the next holder files them
+      // Held for fork(): the next holder files them, and discharges their tag as it does any
+      // orphan's. Purged blocks were never charged (take_unpurged): they are now, apart from the
+      // peak, or the tag's bytes out would fall below what it has out.
+      if (purged) charge_tag_leaving_peak(bin_tag(bin), std::uint64_t{count} * bin_block_size(bin));
+      list.orphan(blocks, count);
       return;
     }
     to_release = list.drain_orphans(bin);
@@ -386,7 +398,7 @@ ClassCounters class_counters(unsigned bin) {
   // itself may be asking, from another library's fork handler.)
   TryLockGuard guard(list.lock);
   ClassCounters counters = list.counters;
-  counters.stacked = list.stacked;
+  counters.stacked = list.stacked + list.orphaned.load(std::memory_order_relaxed);
   return counters;
 }
 

@@ -70,7 +70,8 @@ void purge_free_blocks();
 struct ClassCounters {
   std::uint64_t blocks_out;  // blocks taken from spans and not given back
   std::uint64_t peak_out;
-  std::uint64_t stacked;  // of blocks_out, how many wait in the stack
+  std::uint64_t stacked;  // of blocks_out, how many wait in the stack, or in the orphan list
+                          // (given back while fork() held the lock; give_blocks)
   std::uint64_t spans;
 };
 // Of bin `bin` (a class, for the untagged bins).

@@ -80,40 +80,50 @@ class Quarantine {
   std::size_t first_ = 0, count_ = 0, bytes_ = 0;
 };
 
+// An allocation (its record) or a free (its pointer in record.address) made while the heap's
+// lock was held for fork(). All zeros by default (deferred_operations.hpp).
+struct DeferredOperation {
+  bool is_free = false;
+  BlockRecord record;
+  std::size_t expected_size = 0;  // of a free: a sized delete's size, or SIZE_MAX
+  const void* site = nullptr;     // of a free
+};
+
+BlockRegistry g_registry;  // under the heap's lock (g_heap), as are the two below
+Quarantine g_quarantine;
+
+void free_locked(const DeferredOperation& operation);
+
+// Under the heap's lock: replays one operation deferred while it was held for fork. Should no
+// memory be had for the registry, an allocation's block goes unrecorded: a later free of it is
+// reported as invalid.
+void replay(const DeferredOperation& operation) {
+  if (operation.is_free) {
+    free_locked(operation);
+  } else {
+    static_cast<void>(g_registry.insert(operation.record));
+  }
+}
+
 // The debug heap's lock, fifth in the lock order (lock.hpp): it guards g_registry,
 // g_quarantine and g_to_release, and is never held while calling into the allocator underneath.
 //
 // The fork protocol is the core's (lock.hpp, bootstrap.cpp): from the prepare handler to the
-// parent or child handler g_lock is held for fork, and NO thread waits for it (one may hold a
+// parent or child handler the lock is held for fork, and NO thread waits for it (one may hold a
 // libc lock that fork() needs next, or be the forking thread running another library's
-// handler, which may run before our child handler or after our prepare handler). Instead:
-// - an allocation or a free appends itself to g_deferred (deferred_operations.hpp), without a
-//   lock and without a bound, and the next holder of g_lock replays the log in order;
+// handler, which may run before our child handler or after our prepare handler). Instead
+// (deferred_operations.hpp):
+// - an allocation or a free appends itself to the lock's log, without a lock and without a
+//   bound, and the next holder of the lock replays the log in order;
 // - a lookup (realloc, malloc_usable_size, poolalloc_owns) reads the registry and the
-//   quarantine, which stay unchanged while g_lock is held for fork, and then the log.
-// A thread doing either is a "visitor", counted in g_visitors. The ordering argument, as in
-// Dekker's algorithm: a visitor increments g_visitors, then (seq_cst fence) reads g_lock and
-// goes on only if it reads "held for fork", else it takes g_lock in the ordinary way; a holder
-// takes g_lock, which is then not held for fork, then (seq_cst fence) waits until g_visitors is
-// 0. With both fences at least one of them sees the other's write, so no visitor runs while a
-// holder changes the registry or replays and clears the log: every append the holder replays
-// is complete, no reader sees the registry change under it, and none reads a cleared entry.
-// Visitors wait for nothing, so the holder's wait is bounded. The log's order is a valid
-// order: a block's allocation is appended before malloc returns it, so before any free of it
-// (by any thread) can be appended; a deferred free keeps its block out of the allocator, so no
-// address comes back in a new allocation while its free waits in the log.
-// In the child of fork() only the forking thread runs: the parent's other visitors are
-// forgotten (g_visitors = 0), and an operation one of them was appending, not yet published, is
-// skipped by the replay, as if it had not started (its thread never returned the block).
-// Visitors do not make the heap async-signal-safe: a signal handler that allocates while its
-// thread is a visitor would wait for itself, as malloc from a signal handler may in glibc.
-Lock g_lock;
-BlockRegistry g_registry;
-Quarantine g_quarantine;
-DeferredLog g_deferred;
-std::atomic<int> g_visitors{0};
+//   quarantine, which stay unchanged while the lock is held for fork, and then the log.
+// The log's order is a valid order: a block's allocation is appended before malloc returns it,
+// so before any free of it (by any thread) can be appended; a deferred free keeps its block out
+// of the allocator, so no address comes back in a new allocation while its free waits in the
+// log.
+constinit DeferringLock<DeferredOperation> g_heap{replay};
 
-// Blocks out of the quarantine, already checked, waiting for g_lock's holder to release them
+// Blocks out of the quarantine, already checked, waiting for the lock's holder to release them
 // once it has dropped the lock (the release calls into the allocator). Linked through their
 // front guard bytes, checked before they were overwritten: no memory, no bound.
 struct ToRelease {
@@ -123,82 +133,38 @@ struct ToRelease {
 static_assert(sizeof(ToRelease) <= kGuardBytes);
 ToRelease* g_to_release = nullptr;
 
-void free_locked(const DeferredOperation& operation);
-
-// Under g_lock: replays what was deferred while it was held for fork, in order, then empties
-// the log (no visitor is in flight: see above).
-void replay_deferred() {
-  if (g_deferred.empty()) return;
-  g_deferred.for_each([](const DeferredOperation& operation) {
-    if (operation.is_free) {
-      free_locked(operation);
-    } else {
-      // Should no memory be had for the registry, the block goes unrecorded: a later free of it
-      // is reported as invalid.
-      static_cast<void>(g_registry.insert(operation.record));
-    }
-  });
-  g_deferred.clear();
+// Under the lock: the blocks queued for release, which the caller releases once it dropped it.
+ToRelease* take_to_release() {
+  return std::exchange(g_to_release, nullptr);
 }
-
-// Takes g_lock, unless it is held for fork() (false, without waiting); then lets the visitors
-// finish and replays what was deferred.
-// Just after g_lock was taken: waits for the visitors (a visit is a few loads or one append, so
-// a short spin, then the CPU goes to others in case a visitor was descheduled), then replays.
-void settle_after_locking() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (unsigned spins = 0; g_visitors.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < 64)
-      os_spin_pause();
-    else
-      os_yield();
-  }
-  replay_deferred();
-}
-
-bool lock_heap_unless_forking() {
-  if (!g_lock.lock_unless_forking()) return false;
-  settle_after_locking();
-  return true;
-}
-
-// The same, waiting: only where no fork can be in progress in this thread (exit).
-void lock_heap() {
-  g_lock.lock();
-  settle_after_locking();
-}
-
-// Drops g_lock, then releases the blocks that left the quarantine meanwhile.
-void unlock_heap() {
-  ToRelease* blocks = std::exchange(g_to_release, nullptr);
-  g_lock.unlock();
+void release(ToRelease* blocks) {
   while (ToRelease* block = list_pop(blocks)) deallocate(block->block);
 }
 
-// Runs `visit` as a visitor and returns true if g_lock is held for fork(); returns false,
-// running nothing, once it is not.
-template <class Visit>
-bool visit_while_held_for_fork(const Visit& visit) {
-  g_visitors.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool held = g_lock.held_for_fork();
-  if (held) visit();
-  g_visitors.fetch_sub(1, std::memory_order_release);
-  return held;
+// Takes the lock, waiting: only where no fork can be in progress in this thread (exit).
+void lock_heap() {
+  g_heap.lock();
 }
 
-// Runs `locked` under g_lock or, while g_lock is held for fork(), `visit` as a visitor: never
+// Drops the lock, then releases the blocks that left the quarantine meanwhile.
+void unlock_heap() {
+  ToRelease* blocks = take_to_release();
+  g_heap.unlock();
+  release(blocks);
+}
+
+// Runs `locked` under the lock or, while it is held for fork(), `visit` as a visitor: never
 // waits for a fork.
 template <class Locked, class Visit>
 void with_heap(const Locked& locked, const Visit& visit) {
-  for (;;) {
-    if (lock_heap_unless_forking()) {
-      locked();
-      unlock_heap();
-      return;
-    }
-    if (visit_while_held_for_fork(visit)) return;
-  }
+  ToRelease* blocks = nullptr;
+  g_heap.with(
+      [&] {
+        locked();
+        blocks = take_to_release();
+      },
+      visit);
+  release(blocks);
 }
 
 std::byte* user_bytes(const BlockRecord& record) {
@@ -231,7 +197,7 @@ void describe(detail::Message& message, const BlockRecord& record) {
 
 // A detected error: one line on stderr, then abort unless POOLALLOC_ON_ERROR=report. Each
 // report is made under detail::NoCancellation from its first look-up of a call site (a read of
-// /proc/self/maps) to its write, both cancellation points, most under g_lock.
+// /proc/self/maps) to its write, both cancellation points, most under the heap's lock.
 void report(detail::Message& message) {
   if (g_options.abort_on_error) detail::fatal(message);
   message << "\n";
@@ -290,7 +256,7 @@ void check_freed_fill(const FreedBlock& block, const char* when) {
   }
 }
 
-// Under g_lock: a block out of the quarantine is checked, then queued for release once the
+// Under the heap's lock: a block out of the quarantine is checked, then queued for release once the
 // lock is dropped (unlock_heap), linked through its front guard.
 void release_later(const FreedBlock& block) {
   check_freed_fill(block, "found when the block left the quarantine");
@@ -357,7 +323,7 @@ void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fi
   operation.record = BlockRecord{reinterpret_cast<std::uintptr_t>(user), size, site, front};
   bool recorded = false;
   with_heap([&] { recorded = g_registry.insert(operation.record); },
-            [&] { recorded = g_deferred.append(operation); });
+            [&] { recorded = g_heap.defer(operation); });
   if (!recorded) {
     deallocate(block);
     errno = ENOMEM;
@@ -366,8 +332,9 @@ void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fi
   return user;
 }
 
-// Under g_lock: the checks of a free, then the block goes to the quarantine, and the oldest
-// blocks beyond its budget (or this one, if the quarantine has no memory) are released later.
+// Under the heap's lock: the checks of a free, then the block goes to the quarantine, and the
+// oldest blocks beyond its budget (or this one, if the quarantine has no memory) are released
+// later.
 void free_locked(const DeferredOperation& operation) {
   void* p = reinterpret_cast<void*>(operation.record.address);
   const BlockRecord record = g_registry.remove(operation.record.address);
@@ -393,9 +360,9 @@ void free_locked(const DeferredOperation& operation) {
   while (g_quarantine.take_overflow(oldest)) release_later(oldest);
 }
 
-// Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX. While g_lock
+// Frees p after the checks; `expected_size` is a sized delete's size, or SIZE_MAX. While the lock
 // is held for fork(), the free waits in the log, its checks made when it is replayed.
-// free() preserves errno: a free that waits for g_lock sleeps on its futex, which fails with
+// free() preserves errno: a free that waits for the lock sleeps on its futex, which fails with
 // EINTR or EAGAIN, and a report in report mode writes (os.hpp: the caller keeps errno).
 void free_checked(void* p, std::size_t expected_size, const void* site) {
   if (p == nullptr) return;
@@ -406,8 +373,7 @@ void free_checked(void* p, std::size_t expected_size, const void* site) {
   operation.expected_size = expected_size;
   operation.site = site;
   // Should no memory be had for the log, the block is leaked, unchecked.
-  with_heap([&] { free_locked(operation); },
-            [&] { static_cast<void>(g_deferred.append(operation)); });
+  with_heap([&] { free_locked(operation); }, [&] { static_cast<void>(g_heap.defer(operation)); });
   errno = saved_errno;
 }
 
@@ -419,25 +385,23 @@ __attribute__((destructor)) void on_exit() {
   check_at_exit();
 }
 
-// fork() must not leave g_lock held by a thread that does not exist in the child: the prepare
-// handler holds it for fork (the protocol above). These handlers skip a single-threaded
+// fork() must not leave the heap's lock held by a thread that does not exist in the child: the
+// prepare handler holds it for fork (the protocol above). These handlers skip a single-threaded
 // process, as the core's do.
 bool g_locked_for_fork = false;
 void lock_for_fork() {
   if (__libc_single_threaded) return;
-  g_lock.lock_for_fork();
+  g_heap.lock_for_fork();
   g_locked_for_fork = true;
 }
 void unlock_in_parent() {
   if (!g_locked_for_fork) return;
   g_locked_for_fork = false;
-  g_lock.unlock_after_fork(false);
+  g_heap.unlock_after_fork(false);
 }
 void unlock_in_child() {
-  // The parent's other threads, visitors or not, do not exist here.
   g_locked_for_fork = false;
-  g_visitors.store(0, std::memory_order_relaxed);
-  g_lock.unlock_after_fork(true);
+  g_heap.unlock_after_fork(true);
 }
 __attribute__((constructor)) void on_load() {
   pthread_atfork(lock_for_fork, unlock_in_parent, unlock_in_child);
@@ -540,13 +504,14 @@ void* DebugHeap::aligned(std::size_t alignment, std::size_t size, const void* si
 }
 
 // What the records say of `address`: its live record (true), or false and, if it was freed
-// while g_lock was held for fork, `freed`. Under g_lock (the log is then empty) or as a visitor.
+// while the lock was held for fork, `freed`. Under the lock (the log is then empty) or as a
+// visitor.
 bool look_up(std::uintptr_t address, BlockRecord& record, FreedBlock& freed) {
   const BlockRecord* live = g_registry.find(address);
   bool found = live != nullptr;
   if (found) record = *live;
   freed = FreedBlock{};
-  g_deferred.for_each([&](const DeferredOperation& operation) {
+  g_heap.for_each_deferred([&](const DeferredOperation& operation) {
     if (operation.record.address != address) return;
     if (!operation.is_free) {
       record = operation.record;

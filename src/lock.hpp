@@ -32,7 +32,9 @@
 // that fork() itself needs next, or be the forking thread running another library's handler):
 // lock_unless_forking() returns false instead and the caller falls back (system allocator,
 // blocks kept in the thread cache, a lock-free list drained later). Plain lock() waits, and is
-// used only where the caller holds no libc lock and is never the forking thread.
+// used only where the caller holds no libc lock and is never the forking thread (an exiting
+// thread's flush; poolalloc_tag_register and a thread's first poolalloc_tag_push, from any
+// thread but the forking one: tag_registry.cpp).
 #pragma once
 
 #include <atomic>
@@ -104,9 +106,12 @@ class LockGuard {
 };
 
 // Holds the lock unless it was held for fork(); test locked() before touching what it guards.
+// `wait_for_fork`: waits for the fork to end instead, where the caller may (see above).
 class TryLockGuard {
  public:
-  explicit TryLockGuard(Lock& lock) : lock_(lock), locked_(lock.lock_unless_forking()) {}
+  explicit TryLockGuard(Lock& lock, bool wait_for_fork = false)
+      : lock_(lock),
+        locked_(lock.lock_unless_forking() || (wait_for_fork && (lock.lock(), true))) {}
   ~TryLockGuard() {
     if (locked_) lock_.unlock();
   }

@@ -11,6 +11,7 @@
 
 #include "large_blocks.hpp"
 #include "os.hpp"
+#include "thread_cache.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -21,6 +22,7 @@ template <class Function>
 Function glibc_function(std::atomic<Function>& cached, const char* name) {
   Function function = cached.load(std::memory_order_acquire);
   if (function == nullptr) {
+    const UntaggedScope untagged;  // what dlopen allocates is not the program's
     void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
     if (libc == nullptr) return nullptr;
     function = reinterpret_cast<Function>(dlsym(libc, name));

@@ -48,18 +48,22 @@ void take_over_system_thresholds();
 int system_mallopt(int param, int value);
 
 // Counts the requests the system allocator served, of `size` bytes (a failed one is no request
-// served), charges them to the thread's memory tag once tags are in use (tagged_system_blocks.hpp),
-// and raises glibc's thresholds as glibc itself would (system_forwarding.cpp) for the
+// served), and raises glibc's thresholds as glibc itself would (system_forwarding.cpp) for the
 // `glibc_size` bytes glibc was asked for.
-inline void* counted(void* block, std::size_t size, std::size_t glibc_size) {
+inline void count_system_request(const void* block, std::size_t size, std::size_t glibc_size) {
   if (glibc_size > g_system_mmap_threshold.load(std::memory_order_relaxed)) [[unlikely]]
     raise_system_thresholds(glibc_size);
   if (block != nullptr) {
     g_system_counters.requests.fetch_add(1, std::memory_order_relaxed);
     g_system_counters.bytes.fetch_add(size, std::memory_order_relaxed);
-    if (g_tags_pushed.load(std::memory_order_relaxed)) [[unlikely]]
-      charge_system_block(block, size);
   }
+}
+// Counts a request, and charges its block to the thread's memory tag once tags are in use
+// (tagged_system_blocks.hpp).
+inline void* counted(void* block, std::size_t size, std::size_t glibc_size) {
+  count_system_request(block, size, glibc_size);
+  if (block != nullptr && g_tags_pushed.load(std::memory_order_relaxed)) [[unlikely]]
+    charge_system_block(block, size);
   return block;
 }
 inline void* counted(void* block, std::size_t size) {
@@ -80,12 +84,22 @@ inline void* system_calloc(std::size_t size) {
 inline void* system_memalign(std::size_t alignment, std::size_t size) {
   return counted(__libc_memalign(alignment, size), size);
 }
-// A request too, of the new size, whether glibc moves the block or not: charged to the current
-// tag, as a new block; the old one's charge goes, unless glibc fails and keeps it.
+// A request too, of the new size, whether glibc moves the block or not. A block that moves is
+// charged to the current tag, as a new block, and the old one's charge goes; one that glibc
+// keeps in place keeps its tag (or its lack of one), counted at the new size; one that glibc
+// fails to resize keeps its charge as it was. The old charge leaves the table first: once glibc
+// has freed the old block, another thread may be handed its address.
 inline void* system_realloc(void* p, std::size_t size) {
   const SystemCharge old = discharge_system_block(p);
-  void* block = counted(__libc_realloc(p, size), size);
-  if (block == nullptr) restore_system_charge(p, old);
+  void* block = __libc_realloc(p, size);
+  count_system_request(block, size, size);
+  if (block == nullptr) {
+    recharge_system_block(p, old);
+  } else if (block == p) {
+    recharge_system_block(p, {old.tag, size, old.found});
+  } else if (g_tags_pushed.load(std::memory_order_relaxed)) [[unlikely]] {
+    charge_system_block(block, size);
+  }
   return block;
 }
 inline void system_free(void* p) {

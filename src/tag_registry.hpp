@@ -36,9 +36,10 @@ inline bool is_registered_tag(int id) {
 // blocks above the pools look for a charge in the table of tagged system blocks.
 inline constinit std::atomic<bool> g_tags_pushed{false};
 
-// The id of `name` (1 .. 255), registering it if it is new; -1 with errno EINVAL (nullptr, "",
-// longer than kMaxTagName), ENOSPC (255 tags exist already), ENOMEM (no memory for the tag's
-// central stacks) or EAGAIN (called while the registry is held for fork(), from a fork handler).
+// The id of `name` (1 .. 255), registering it if it is new, or 0 for "untagged", tag 0's name;
+// -1 with errno EINVAL (nullptr, "", longer than kMaxTagName), ENOSPC (255 tags exist already),
+// ENOMEM (no memory for the tag's central stacks) or EAGAIN (called by the forking thread while
+// fork() holds the registry: from a fork handler). Another thread's call waits for the fork.
 int register_tag(const char* name);
 // "untagged" for tag 0; the registered name otherwise. Only for registered tags.
 const char* tag_name(unsigned tag);
@@ -51,6 +52,9 @@ const char* tag_name(unsigned tag);
 void charge_tag(unsigned tag, std::uint64_t bytes);
 void discharge_tag(unsigned tag, std::uint64_t bytes);
 std::uint64_t tag_out_bytes(unsigned tag);
+// A charge that moves no peak: blocks that the allocator's own bookkeeping holds out of their
+// spans for a moment (central_lists.cpp: purged blocks orphaned while fork() holds their lock).
+void charge_tag_leaving_peak(unsigned tag, std::uint64_t bytes);
 std::uint64_t tag_peak_bytes(unsigned tag);
 
 void lock_tag_registry_for_fork();

@@ -5,9 +5,9 @@
 // a request made under a tag is recorded, and the frees outside the pool region look in it only
 // once a tag was pushed (g_tags_pushed).
 //
-// Exact but for fork(): while the table's lock is held for fork(), a request or free made by
-// another thread does not wait for it (it may hold a libc lock that fork needs) and changes no
-// charge; such a block stays uncharged, or charged after its free.
+// Exact through fork() too: while the table's lock is held for fork(), a request or free made by
+// another thread does not wait for it (it may hold a libc lock that fork needs) but defers its
+// record, which the fork's own parent or child handler replays (tagged_system_blocks.cpp).
 #pragma once
 
 #include <cstdint>
@@ -31,8 +31,9 @@ struct SystemCharge {
 // Before `block`, a pointer outside the pool region, goes back to the system allocator (or is
 // passed to its realloc): its charge leaves its tag, and is returned.
 SystemCharge discharge_system_block(void* block);
-// A realloc that failed: the block, untouched, is charged again as it was.
-void restore_system_charge(void* block, SystemCharge charge);
+// `block` is charged again with `charge` (a realloc that failed leaves it untouched, or one that
+// kept it in place: its tag stays, with the bytes of the new request).
+void recharge_system_block(void* block, SystemCharge charge);
 
 // The live blocks above the pools charged to `tag`, and the bytes requested for them.
 struct TaggedSystemUsage {

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cerrno>
 #include <new>
-#include <utility>
 
 #include "bootstrap.hpp"
 #include "central_lists.hpp"
@@ -93,14 +92,15 @@ bool tag_bins_ready(ThreadCache& cache, unsigned bin) {
 }
 
 // nullptr when no memory could be had, or, without waiting, while the registry is held for
-// fork(): the thread then goes uncached for now and tries again on its next slow path.
-ThreadCache* new_cache() {
+// fork(): the thread then goes uncached for now and tries again on its next slow path. With
+// `wait_for_fork`, it waits for the fork to end instead (push_tag).
+ThreadCache* new_cache(bool wait_for_fork) {
   // Two system calls (glibc 2.36 caches neither), made before the registry lock rather than
   // under it: a program that starts and ends threads at a high rate (mimalloc-bench's mleak)
   // otherwise has them wait for each other's calls, and sleep on the futex.
   const int pid = os_process_id();
   const int tid = os_thread_id();
-  TryLockGuard guard(g_registry_lock);
+  TryLockGuard guard(g_registry_lock, wait_for_fork);
   if (!guard.locked()) return nullptr;
   if (g_recycled == nullptr) {
     void* mapping = os_map(kCachesPerMapping * kCacheStride);
@@ -405,10 +405,10 @@ bool count_malloc_bytes(std::size_t size) {
   return sample;
 }
 
-ThreadCache* own_thread_cache() {
+ThreadCache* own_thread_cache(bool wait_for_fork) {
   if (t_cache != &g_empty_cache) return t_cache;
   if (t_exited || !ensure_initialised()) return nullptr;
-  ThreadCache* cache = new_cache();
+  ThreadCache* cache = new_cache(wait_for_fork);
   if (cache == nullptr) return nullptr;
   t_cache = cache;
   // Registers the exit flush. For keys past the first 32 glibc allocates here; the cache is
@@ -457,12 +457,8 @@ void* refill_and_allocate(unsigned cls) {
   // With the cache unlocked: starting the decay thread allocates (glibc's records of the new
   // thread, which it frees as that thread ends), for the allocator, not for the program's
   // current tag.
-  if (cache != nullptr) {
-    std::size_t& tag_offset = CacheBins::tag_offset(*cache);
-    const std::size_t current = std::exchange(tag_offset, 0);
-    on_malloc_slow_path();
-    tag_offset = current;
-  } else {
+  {
+    const UntaggedScope untagged;
     on_malloc_slow_path();
   }
   clear_mark(block);
@@ -670,7 +666,10 @@ int push_tag(int tag) {
     errno = EINVAL;
     return -1;
   }
-  ThreadCache* const cache = own_thread_cache();
+  // The stack lives in the thread's cache. A thread whose first call this is, while fork()
+  // holds the registry of caches, waits for the fork to end, as poolalloc_tag_register does
+  // (tag_registry.cpp says when that is safe); the forking thread cannot, and fails.
+  ThreadCache* const cache = own_thread_cache(/*wait_for_fork=*/!holds_locks_for_fork());
   if (cache == nullptr) {
     errno = ENOMEM;
     return -1;

@@ -301,8 +301,9 @@ inline constexpr std::int64_t kMallocBytesPerClockCall = 256;
 bool count_malloc_bytes(std::size_t size);
 
 // The calling thread's cache, created on its first call; nullptr in a thread that exited its
-// cache already, or when the pools are unavailable.
-ThreadCache* own_thread_cache();
+// cache already, when the pools are unavailable, or while fork() holds the registry of caches
+// (unless `wait_for_fork`: then it waits for the fork to end).
+ThreadCache* own_thread_cache(bool wait_for_fork = false);
 
 // Gives all of the calling thread's cached blocks back to the central lists (malloc_trim).
 void flush_thread_cache();
@@ -337,11 +338,31 @@ ClassUsage class_usage(unsigned bin);
 // The calling thread's stack of memory tags (poolalloc_tag_push and the rest), which lives with
 // its cache: a thread that exits with tags pushed leaves nothing behind, and its recycled cache
 // starts untagged. push_tag: 0, or -1 with errno EINVAL (not a registered tag), EOVERFLOW (the
-// stack is kTagStackDepth deep) or ENOMEM (the thread has no cache and none could be had);
+// stack is kTagStackDepth deep) or ENOMEM (the thread has no cache and none could be had: no
+// memory, or the forking thread's first call, inside fork());
 // pop_tag: the tag popped, or -1 with errno EINVAL (nothing pushed).
 int push_tag(int tag);
 int pop_tag();
 int current_tag();
+
+// For its lifetime, the calling thread allocates untagged: what poolalloc allocates for itself
+// (glibc's records of the decay thread it starts, dlopen's of a lookup in glibc) is charged to no
+// tag of the program's. The thread's tag stack is left as it is.
+class UntaggedScope {
+ public:
+  UntaggedScope() : cache_(t_cache), tag_offset_(CacheBins::tag_offset(*cache_)) {
+    if (tag_offset_ != 0) CacheBins::tag_offset(*cache_) = 0;  // never the shared empty cache's
+  }
+  ~UntaggedScope() {
+    if (tag_offset_ != 0) CacheBins::tag_offset(*cache_) = tag_offset_;
+  }
+  UntaggedScope(const UntaggedScope&) = delete;
+  UntaggedScope& operator=(const UntaggedScope&) = delete;
+
+ private:
+  ThreadCache* cache_;
+  std::size_t tag_offset_;
+};
 std::uint64_t live_thread_caches();
 
 void lock_thread_caches_for_fork();

@@ -67,17 +67,21 @@ int poolalloc_profile_dump(const char* path);
  * tag on the worker for the length of the job) and pop it after: every allocation is charged to
  * the tag current in the thread at its malloc (calloc, realloc, aligned forms, operator new), and
  * its free, from any thread, discharges that same tag. A realloc that moves a block charges the
- * new block to the tag current at the realloc; one that keeps it in place keeps its charge. A
- * thread that exits leaves its stack behind; its next thread starts untagged. */
+ * new block to the tag current at the realloc; one that keeps it in place keeps its tag (a block
+ * above the pools is then counted at the new size). A thread that exits leaves its stack behind;
+ * its next thread starts untagged. */
 #define POOLALLOC_TAG_UNTAGGED 0
 
 /* The id (1 to 255) of `name`, registering it if it is new: a name registered again gets the
- * same id. The name is copied. -1 with errno EINVAL (NULL, empty or longer than 63 bytes),
- * ENOSPC (255 tags exist), ENOMEM or EAGAIN (called from a fork handler while fork runs). */
+ * same id ("untagged", the name of POOLALLOC_TAG_UNTAGGED, gets 0). The name is copied. -1 with
+ * errno EINVAL (NULL, empty or longer than 63 bytes), ENOSPC (255 tags exist), ENOMEM or EAGAIN
+ * (called by the forking thread inside fork(): from a fork handler). Called by another thread
+ * while a fork runs, it waits for the fork to end. */
 int poolalloc_tag_register(const char* name);
 /* Makes `id` (a registered tag, or POOLALLOC_TAG_UNTAGGED) the calling thread's current tag: 0,
  * or -1 with errno EINVAL (not a registered id; nothing changes), EOVERFLOW (64 tags pushed
- * already; nothing changes) or ENOMEM. */
+ * already; nothing changes) or ENOMEM (the thread's first call found no memory for its stack; a
+ * first call while another thread forks waits for the fork to end). */
 int poolalloc_tag_push(int id);
 /* Ends the current tag: the tag pushed before it is current again. The id popped, or -1 with
  * errno EINVAL when nothing is pushed (nothing changes). */
@@ -90,9 +94,10 @@ int poolalloc_tag_current(void);
  * block (up to 32 KiB) at its size class, what malloc_usable_size says of it (no block has a
  * header to keep the size asked for), and a larger block at the size asked for. The
  * untagged figures count pooled blocks only (larger untagged blocks are system_bytes of
- * poolalloc_stats). peak_bytes is the most bytes the tag had out at once: its live blocks, plus
- * its freed pooled blocks that waited in thread caches and central stacks then (at least the
- * live peak, above it by what waited). */
+ * poolalloc_stats). peak_bytes is the most bytes the tag had out of its spans at once: its live
+ * blocks, plus its free pooled blocks that waited in thread caches and central stacks then, those
+ * freed and those a refill took into a thread cache before malloc handed them out (at least the
+ * live peak, above it by what waited: one malloc(16) under a new tag shows 256). */
 struct poolalloc_tag_stats {
   uint64_t live_bytes;
   uint64_t live_blocks;

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "allocator.hpp"
+#include "central_lists.hpp"
 #include "pool_region.hpp"
 #include "stats.hpp"
 #include "tag_registry.hpp"
+#include "tagged_system_blocks.hpp"
 #include "thread_cache.hpp"
 
 namespace {
@@ -122,6 +124,69 @@ TEST(Tags, ThreadsFreeingEachOthersTaggedBlocksLeaveEachTagExact) {
     EXPECT_EQ(stats.live_bytes, 0u) << t;
     EXPECT_GE(stats.peak_bytes, std::uint64_t{kBlocks} * 16) << t;
   }
+}
+
+// Blocks freed while fork() holds their bin's lock wait in its orphan list for the lock's next
+// holder: free, not live, in the tag's figures meanwhile.
+TEST(Tags, BlocksFreedWhileForkHoldsTheirBinCountAsFreeNotLive) {
+  const int tag = tag_named("CoreOrphans");
+  constexpr int kBlocks = 2000;  // more than a thread's bin holds: frees overflow into the lists
+  std::vector<void*> blocks(kBlocks);
+  on_a_new_thread([&] {
+    ASSERT_EQ(push_tag(tag), 0);
+    for (void*& p : blocks) p = allocate(48);
+    ASSERT_EQ(pop_tag(), tag);
+  });
+  poolalloc_tag_stats stats{};
+  ASSERT_TRUE(collect_tag_stats(tag, stats));
+  EXPECT_EQ(stats.live_blocks, std::uint64_t{kBlocks});
+  lock_central_lists_for_fork();
+  on_a_new_thread([&] {
+    for (void* p : blocks) deallocate(p);
+  });
+  ASSERT_TRUE(collect_tag_stats(tag, stats));
+  EXPECT_EQ(stats.live_blocks, 0u);
+  EXPECT_EQ(stats.live_bytes, 0u);
+  unlock_central_lists_after_fork(false);
+  ASSERT_TRUE(collect_tag_stats(tag, stats));
+  EXPECT_EQ(stats.live_blocks, 0u);
+}
+
+// While fork() holds the table of tagged system blocks, another thread's records and removals
+// wait in its log (reads see the table as it was); the end of the fork replays them.
+TEST(Tags, SystemBlocksChargedAndFreedWhileForkHoldsTheTableCountOnceItEnds) {
+  const int tag = tag_named("CoreSystemFork");
+  const auto id = static_cast<unsigned>(tag);
+  alignas(16) static char blocks[4][16];  // addresses only: the table never touches a block
+  on_a_new_thread([&] {
+    ASSERT_EQ(push_tag(tag), 0);
+    charge_system_block(blocks[0], 100);
+    ASSERT_EQ(pop_tag(), tag);
+  });
+  lock_tagged_system_blocks_for_fork();
+  on_a_new_thread([&] {
+    ASSERT_EQ(push_tag(tag), 0);
+    charge_system_block(blocks[1], 200);
+    charge_system_block(blocks[2], 300);
+    const SystemCharge recorded_before = discharge_system_block(blocks[0]);
+    const SystemCharge recorded_meanwhile = discharge_system_block(blocks[2]);
+    recharge_system_block(blocks[3], {id, 50, true});
+    ASSERT_EQ(pop_tag(), tag);
+    EXPECT_TRUE(recorded_before.found);
+    EXPECT_EQ(recorded_before.bytes, 100u);
+    EXPECT_TRUE(recorded_meanwhile.found);
+    EXPECT_EQ(recorded_meanwhile.tag, id);
+    EXPECT_EQ(recorded_meanwhile.bytes, 300u);
+    EXPECT_FALSE(discharge_system_block(blocks[2]).found);  // removed already, in the log
+  });
+  EXPECT_EQ(tagged_system_usage(id).blocks, 1u);  // as before the fork
+  unlock_tagged_system_blocks_after_fork(false);
+  EXPECT_EQ(tagged_system_usage(id).blocks, 2u);
+  EXPECT_EQ(tagged_system_usage(id).bytes, 250u);
+  EXPECT_TRUE(discharge_system_block(blocks[1]).found);
+  EXPECT_TRUE(discharge_system_block(blocks[3]).found);
+  EXPECT_EQ(tagged_system_usage(id).blocks, 0u);
+  EXPECT_EQ(tagged_system_usage(id).bytes, 0u);
 }
 
 }  // namespace

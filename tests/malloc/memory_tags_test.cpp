@@ -55,6 +55,16 @@ TEST(MemoryTags, RegisteringANameTwiceReturnsTheSameIdAndTheStatsNameIt) {
   EXPECT_STREQ(stats_of(POOLALLOC_TAG_UNTAGGED).name, "untagged");
 }
 
+// "untagged" is tag 0's name, so registering it is registering a name again: it returns that
+// tag's id, 0, and takes no id of the 255.
+TEST(MemoryTags, RegisteringTheNameUntaggedReturnsTheUntaggedIdAndTakesNoId) {
+  const int before = new_tag("BeforeUntagged");
+  EXPECT_EQ(poolalloc_tag_register("untagged"), POOLALLOC_TAG_UNTAGGED);
+  EXPECT_EQ(poolalloc_tag_register("untagged"), POOLALLOC_TAG_UNTAGGED);
+  EXPECT_EQ(new_tag("AfterUntagged"), before + 1);
+  EXPECT_STREQ(stats_of(POOLALLOC_TAG_UNTAGGED).name, "untagged");
+}
+
 TEST(MemoryTags, RegisteringNoNameAnEmptyOrATooLongOneFailsWithEinval) {
   errno = 0;
   EXPECT_EQ(poolalloc_tag_register(nullptr), -1);
@@ -323,12 +333,13 @@ TEST(MemoryTags, BlocksAboveThePoolsAreChargedAndDischargedFromAnyThread) {
 
 // Decided: the block realloc returns is charged to the tag current at the realloc when it is a
 // new block; a block that stays where it is (the new size fits its class) keeps its charge.
+// (A pooled block grown past the pools always moves, into a block of glibc's.)
 TEST(MemoryTags, ReallocUnderAnotherTagChargesAMovedBlockToTheCurrentTag) {
   const int first = new_tag("ReallocFirst");
   const int second = new_tag("ReallocSecond");
   ASSERT_EQ(poolalloc_tag_push(first), 0);
   void* small = malloc(48);
-  void* large = malloc(200 << 10);
+  void* large = malloc(1000);
   ASSERT_EQ(poolalloc_tag_pop(), first);
   ASSERT_EQ(poolalloc_tag_push(second), 0);
   void* same = realloc(small, 40);  // fits its 48-byte block: stays, charged as it was
@@ -346,6 +357,46 @@ TEST(MemoryTags, ReallocUnderAnotherTagChargesAMovedBlockToTheCurrentTag) {
   free(grown);
   EXPECT_EQ(stats_of(second).live_blocks, 0u);
   EXPECT_EQ(stats_of(second).live_bytes, 0u);
+}
+
+// A block above the pools that glibc resizes in place (shrunk here, which glibc does in place)
+// keeps its tag, as a pooled block that fits its class does, whatever tag is current at the
+// realloc; it counts the bytes of the new request.
+TEST(MemoryTags, ABlockAboveThePoolsThatReallocKeepsInPlaceKeepsItsTag) {
+  const int first = new_tag("InPlaceFirst");
+  const int second = new_tag("InPlaceSecond");
+  ASSERT_EQ(poolalloc_tag_push(first), 0);
+  void* p = malloc(100000);
+  ASSERT_EQ(poolalloc_tag_pop(), first);
+  ASSERT_EQ(poolalloc_tag_push(second), 0);
+  void* shrunk = realloc(p, 90000);
+  ASSERT_EQ(poolalloc_tag_pop(), second);
+  void* shrunk_untagged = realloc(shrunk, 80000);
+  ASSERT_EQ(shrunk, p) << "glibc moved the block: this test needs one kept in place";
+  ASSERT_EQ(shrunk_untagged, p) << "glibc moved the block: this test needs one kept in place";
+  EXPECT_EQ(poolalloc_owns(p), 0);
+  const poolalloc_tag_stats a = stats_of(first);
+  const poolalloc_tag_stats b = stats_of(second);
+  EXPECT_EQ(a.live_blocks, 1u);
+  EXPECT_EQ(a.live_bytes, 80000u);
+  EXPECT_EQ(b.live_blocks, 0u);
+  EXPECT_EQ(b.live_bytes, 0u);
+  free(shrunk_untagged);
+  EXPECT_EQ(stats_of(first).live_blocks, 0u);
+  EXPECT_EQ(stats_of(first).live_bytes, 0u);
+}
+
+// A realloc that glibc cannot serve changes no charge: the block is untouched.
+TEST(MemoryTags, AFailedReallocOfABlockAboveThePoolsKeepsItsCharge) {
+  const int tag = new_tag("FailedRealloc");
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  void* p = malloc(100000);
+  ASSERT_EQ(poolalloc_tag_pop(), tag);
+  EXPECT_EQ(realloc(p, SIZE_MAX / 2), nullptr);
+  EXPECT_EQ(stats_of(tag).live_blocks, 1u);
+  EXPECT_EQ(stats_of(tag).live_bytes, 100000u);
+  free(p);
+  EXPECT_EQ(stats_of(tag).live_blocks, 0u);
 }
 
 TEST(MemoryTags, AThreadThatExitsWithTagsPushedLeavesNoTraceAndItsBlocksStayCharged) {
@@ -372,6 +423,42 @@ TEST(MemoryTags, AThreadThatExitsWithTagsPushedLeavesNoTraceAndItsBlocksStayChar
   EXPECT_EQ(stats_of(tag).live_blocks, 100u);
   for (void* p : blocks) free(p);
   EXPECT_EQ(stats_of(tag).live_blocks, 0u);
+}
+
+// peak_bytes counts the bytes of the tag's blocks out of their spans: a refill takes a batch of
+// blocks into the thread's cache ahead of the mallocs that hand them out, so a new tag's first
+// malloc(16) shows a peak of the batch (half the bin's first limit: 16 blocks), not of 16 bytes.
+// Counting only the blocks handed out would cost every malloc and free (statistics.md).
+TEST(MemoryTags, PeakBytesCountTheBlocksARefillTookIntoTheThreadCache) {
+  const int tag = new_tag("RefillPeak");
+  void* p = nullptr;
+  std::thread([&] {
+    ASSERT_EQ(poolalloc_tag_push(tag), 0);
+    p = malloc(16);
+    ASSERT_EQ(poolalloc_tag_pop(), tag);
+  }).join();  // its cache's blocks go to the central stack: still out of their spans
+  const poolalloc_tag_stats stats = stats_of(tag);
+  EXPECT_EQ(stats.live_bytes, 16u);
+  EXPECT_EQ(stats.peak_bytes, 16u * 16);
+  free(p);
+  malloc_trim(0);  // every free block back into its span
+  EXPECT_EQ(stats_of(tag).peak_bytes, 16u * 16) << "the peak stays";
+}
+
+// What poolalloc allocates for itself under the program's tag is charged to no tag: here, what
+// glibc's dynamic loader allocates as poolalloc first looks up glibc's malloc_usable_size, for a
+// block glibc served. (The lookup is made once per process: run alone, as ctest runs each test,
+// this is the first.)
+TEST(MemoryTags, WhatPoolallocLooksUpInGlibcUnderATagIsChargedToNoTag) {
+  const int tag = new_tag("LookUp");
+  void* large = malloc(1 << 20);
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  const std::size_t usable = malloc_usable_size(large);
+  ASSERT_EQ(poolalloc_tag_pop(), tag);
+  EXPECT_GE(usable, std::size_t{1} << 20);
+  EXPECT_EQ(stats_of(tag).live_blocks, 0u);
+  EXPECT_EQ(stats_of(tag).live_bytes, 0u);
+  free(large);
 }
 
 // A job system: a pool of workers, each job pushing its own tag on the worker that runs it.
