@@ -98,7 +98,9 @@ void* carve_block(Span& span) {
 }
 
 struct alignas(64) BinList {
-  Lock lock;  // third in the lock order (lock.hpp)
+  Lock lock;                  // third in the lock order (lock.hpp)
+  std::uint32_t stacked = 0;  // blocks in the class's stack (stack_of); beside the lock, so that
+                              // the list stays one cache line
   // Blocks given back while the lock was held for fork(), linked through their first word and
   // marked orphaned (free_block_marks.hpp): pushed without the lock, drained into their spans by
   // the next holder.
@@ -107,9 +109,8 @@ struct alignas(64) BinList {
   // that the statistics count them free, not live, until the next holder files them (never fewer
   // than wait there; in a child of fork(), more by the blocks of a push that fork interrupted).
   std::atomic<std::uint64_t> orphaned{0};
-  std::uint32_t stacked = 0;  // blocks in the class's stack (stack_of)
-  Span* partial = nullptr;    // spans with free blocks and used ones, doubly linked
-  ClassCounters counters{};   // but `stacked`, which class_counters() fills in
+  Span* partial = nullptr;   // spans with free blocks and used ones, doubly linked
+  ClassCounters counters{};  // but `stacked`, which class_counters() fills in
 
   // A span to take blocks from: a partial one, else a newly carved one. When no empty span is
   // retained (the new one's pages will be faulted in) while the central stacks hold more than
