@@ -11,11 +11,10 @@
 #include <cstddef>
 #include <cstdio>
 
+#include "heap_tags.hpp"
 #include "poolalloc/poolalloc.h"
 #include "stats.hpp"
 #include "system_forwarding.hpp"
-#include "tag_budgets.hpp"
-#include "tag_registry.hpp"
 #include "thread_cache.hpp"
 
 namespace poolalloc::internal {
@@ -25,7 +24,7 @@ inline constexpr unsigned char kFreedFill = 0x5a;  // a freed block's bytes in t
 inline constexpr unsigned char kGuardFill = 0xfd;  // the guard bytes around each block
 inline constexpr std::size_t kGuardBytes = 16;
 
-struct DebugHeap {
+struct DebugHeap : HeapTags {
   static constexpr bool kDebugBuild = true;
   static void* malloc(std::size_t size, const void* site);
   static void* calloc(std::size_t size, const void* site);
@@ -41,18 +40,6 @@ struct DebugHeap {
   static void print_stats(int fd);
   static void malloc_stats();
   static poolalloc_stats stats();
-  // Memory tags are the release allocator's: a block is charged to the tag current at its malloc
-  // with its guard bytes (the release block under it), and discharged when it leaves the
-  // quarantine.
-  static int tag_register(const char* name) { return register_tag(name); }
-  static int tag_push(int id) { return push_tag(id); }
-  static int tag_pop() { return pop_tag(); }
-  static int tag_current() { return current_tag(); }
-  static bool tag_stats(int id, poolalloc_tag_stats& out) { return collect_tag_stats(id, out); }
-  static bool tag_set_budget(int id, std::uint64_t bytes, poolalloc_tag_over_budget over,
-                             void* context) {
-    return set_tag_budget(id, bytes, over, context);
-  }
   static struct mallinfo2 mallinfo2();
   static struct mallinfo mallinfo();
   static int malloc_info(int options, FILE* stream);

@@ -13,9 +13,8 @@
 #include "allocator.hpp"
 #include "heap_profile.hpp"
 #include "heap_sampler.hpp"
+#include "heap_tags.hpp"
 #include "stats.hpp"
-#include "tag_budgets.hpp"
-#include "tag_registry.hpp"
 #endif
 
 namespace poolalloc::internal {
@@ -23,7 +22,7 @@ namespace poolalloc::internal {
 #if POOLALLOC_DEBUG_HEAP
 using Heap = DebugHeap;
 #else
-struct ReleaseHeap {
+struct ReleaseHeap : HeapTags {
   static constexpr bool kDebugBuild = false;
   static void* malloc(std::size_t size, const void*) { return allocate(size); }
   static void* calloc(std::size_t size, const void* site) { return allocate_zeroed(size, site); }
@@ -42,15 +41,6 @@ struct ReleaseHeap {
   static void print_stats(int fd) { internal::print_stats(fd); }
   static void malloc_stats() { print_malloc_stats(); }
   static poolalloc_stats stats() { return collect_stats(); }
-  static int tag_register(const char* name) { return register_tag(name); }
-  static int tag_push(int id) { return push_tag(id); }
-  static int tag_pop() { return pop_tag(); }
-  static int tag_current() { return current_tag(); }
-  static bool tag_stats(int id, poolalloc_tag_stats& out) { return collect_tag_stats(id, out); }
-  static bool tag_set_budget(int id, std::uint64_t bytes, poolalloc_tag_over_budget over,
-                             void* context) {
-    return set_tag_budget(id, bytes, over, context);
-  }
   static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
   static struct mallinfo mallinfo() { return pooled_mallinfo(); }
   static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }
