@@ -78,12 +78,7 @@ def main():
             sys.exit(f"profile-accuracy: {tool} is not installed (scripts/install-deps.sh)")
 
     live_48, live_4k, churned, leak = args.scale
-    blocks = {
-        "site_live_48_bytes": live_48 * MIB // 48,
-        "site_live_4_kib": live_4k * MIB // 4096,
-        "site_churned": churned * MIB // 256 // 64 * 64,
-        "site_leaked_between_dumps": leak * MIB // 1024,
-    }
+    blocks = check_accuracy.blocks_at(args.scale)
     truth = {site: blocks[site] * check_accuracy.SITES[site] for site in SITES}
     truth["site_churned"] = 0
 

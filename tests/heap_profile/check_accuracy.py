@@ -29,6 +29,18 @@ SITES = {  # function -> block size
 }
 
 
+def blocks_at(scale):
+    """How many blocks each site allocates at known_sites' four sizes in MiB (the churned site
+    in batches of 64)."""
+    live_48, live_4k, churned, leak = scale
+    return {
+        "site_live_48_bytes": live_48 * MIB // 48,
+        "site_live_4_kib": live_4k * MIB // 4096,
+        "site_churned": churned * MIB // 256 // 64 * 64,
+        "site_leaked_between_dumps": leak * MIB // 1024,
+    }
+
+
 def predicted_sd(blocks, size):
     """The standard deviation of the estimate of `blocks` allocations of `size` bytes: each is
     sampled with chance p and then stands for size/p bytes."""
@@ -63,12 +75,7 @@ def main():
         print("skipped: go (Debian's golang-go) is not installed")
         return 77
     live_48, live_4k, churned, leak = args.scale
-    blocks = {
-        "site_live_48_bytes": live_48 * MIB // 48,
-        "site_live_4_kib": live_4k * MIB // 4096,
-        "site_churned": churned * MIB // 256 // 64 * 64,
-        "site_leaked_between_dumps": leak * MIB // 1024,
-    }
+    blocks = blocks_at(args.scale)
     truth_inuse = {site: blocks[site] * SITES[site] for site in SITES}
     truth_inuse["site_churned"] = 0
     truth_alloc = {site: blocks[site] * SITES[site] for site in SITES}

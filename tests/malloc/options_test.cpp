@@ -257,6 +257,18 @@ TEST(UnknownOptions, ThousandsOfVariables) {
   EXPECT_EQ(stderr_of(others + own + misspelt, "ls /"), expected);
 }
 
+// The heap profile's and the tags' CSV options at their defaults, as both builds list them.
+constexpr const char* kProfileAndTagCsvDefaults =
+    "  POOLALLOC_PROFILE         0 (default)\n"
+    "  POOLALLOC_PROFILE_SAMPLE  512 KiB (default)\n"
+    "  POOLALLOC_PROFILE_PREFIX  poolalloc (default)\n"
+    "  POOLALLOC_PROFILE_SIGNAL  unset (default)\n"
+    "  POOLALLOC_PROFILE_AT_EXIT 1 (default)\n"
+    "  POOLALLOC_PROFILE_EVERY   0 B (default)\n"
+    "  POOLALLOC_PROFILE_PEAK    0 B (default)\n"
+    "  POOLALLOC_TAG_CSV         unset (default)\n"
+    "  POOLALLOC_TAG_CSV_MS      1000 ms (default)\n";
+
 TEST(Verbose, TheReleaseBuildListsTheVersionAndTheOptionsInForce) {
   const auto run = run_preloaded(
       "POOLALLOC_VERBOSE=1 POOLALLOC_MAX_POOLED=1152 POOLALLOC_REGION_SIZE=16G POOLALLOC_LEAKS=1",
@@ -270,17 +282,9 @@ TEST(Verbose, TheReleaseBuildListsTheVersionAndTheOptionsInForce) {
             "  POOLALLOC_MAX_POOLED      1.125 KiB\n"
             "  POOLALLOC_DECAY_MS        1000 ms (default)\n"
             "  POOLALLOC_DECAY_THREAD    1 (default)\n"
-            "  POOLALLOC_REGION_SIZE     16 GiB\n"
-            "  POOLALLOC_PROFILE         0 (default)\n"
-            "  POOLALLOC_PROFILE_SAMPLE  512 KiB (default)\n"
-            "  POOLALLOC_PROFILE_PREFIX  poolalloc (default)\n"
-            "  POOLALLOC_PROFILE_SIGNAL  unset (default)\n"
-            "  POOLALLOC_PROFILE_AT_EXIT 1 (default)\n"
-            "  POOLALLOC_PROFILE_EVERY   0 B (default)\n"
-            "  POOLALLOC_PROFILE_PEAK    0 B (default)\n"
-            "  POOLALLOC_TAG_CSV         unset (default)\n"
-            "  POOLALLOC_TAG_CSV_MS      1000 ms (default)\n"
-            "  POOLALLOC_LEAKS           1 (read by the debug build only)\n");
+            "  POOLALLOC_REGION_SIZE     16 GiB\n" +
+                std::string(kProfileAndTagCsvDefaults) +
+                "  POOLALLOC_LEAKS           1 (read by the debug build only)\n");
 }
 
 TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
@@ -300,16 +304,8 @@ TEST(Verbose, TheDebugBuildListsItsOwnOptionsToo) {
                 "  POOLALLOC_MAX_POOLED      32 KiB (default)\n"
                 "  POOLALLOC_DECAY_MS        0 ms\n"
                 "  POOLALLOC_DECAY_THREAD    0\n"
-                "  POOLALLOC_REGION_SIZE     64 GiB (default)\n"
-                "  POOLALLOC_PROFILE         0 (default)\n"
-                "  POOLALLOC_PROFILE_SAMPLE  512 KiB (default)\n"
-                "  POOLALLOC_PROFILE_PREFIX  poolalloc (default)\n"
-                "  POOLALLOC_PROFILE_SIGNAL  unset (default)\n"
-                "  POOLALLOC_PROFILE_AT_EXIT 1 (default)\n"
-                "  POOLALLOC_PROFILE_EVERY   0 B (default)\n"
-                "  POOLALLOC_PROFILE_PEAK    0 B (default)\n"
-                "  POOLALLOC_TAG_CSV         unset (default)\n"
-                "  POOLALLOC_TAG_CSV_MS      1000 ms (default)\n"
+                "  POOLALLOC_REGION_SIZE     64 GiB (default)\n" +
+                std::string(kProfileAndTagCsvDefaults) +
                 "  POOLALLOC_ON_ERROR        abort (default)\n"
                 "  POOLALLOC_LEAKS           0 (default)\n"
                 "  POOLALLOC_QUARANTINE      1500 B\n");
