@@ -9,14 +9,18 @@
 //
 // DeferringLock: the lock, its log and the visitors. A thread that finds the lock held for fork
 // becomes a "visitor", counted in visitors_: it may read what the lock guards (unchanged while the
-// lock is held for fork) and the log, and append to the log. The ordering argument, as in
-// Dekker's algorithm: a visitor increments visitors_, then (seq_cst fence) reads the lock and
-// goes on only if it reads "held for fork", else it takes the lock in the ordinary way; a holder
-// takes the lock, which is then not held for fork, then (seq_cst fence) waits until visitors_ is
-// 0. With both fences at least one of them sees the other's write, so no visitor runs while a
-// holder changes the guarded data or replays and clears the log: every append the holder replays
-// is complete, no visitor sees the data change under it, and none reads a cleared entry. Visitors
-// wait for nothing, so the holder's wait is bounded.
+// lock is held for fork) and the log, and append to the log. The ordering argument: a visitor
+// increments visitors_ (an acq_rel read-modify-write), then reads the lock and goes on only if
+// it reads "held for fork", else it takes the lock in the ordinary way; a holder takes the lock,
+// which is then not held for fork, then reads visitors_ with an acq_rel read-modify-write and
+// waits until it is 0. The two read-modify-writes of visitors_ are ordered one way or the other
+// (its modification order): if the visitor's comes first, the holder reads its increment and
+// waits for its release; if the holder's comes first, the visitor's acquire synchronises with it,
+// so the visitor sees the lock taken and does not visit. So no visitor runs while a holder changes
+// the guarded data or replays and clears the log: every append the holder replays is complete,
+// no visitor sees the data change under it, and none reads a cleared entry. Visitors wait for
+// nothing, so the holder's wait is bounded. (Read-modify-writes rather than Dekker's fences:
+// ThreadSanitizer, which checks the core, does not model fences.)
 // The log's order must be a valid order of the operations: the owner of the data sees to it (an
 // allocation is appended before malloc returns the block, so before any free of it; a free is
 // appended before the block's address can be handed out again).
@@ -146,8 +150,7 @@ class DeferringLock {
   // running nothing, once it is not.
   template <class Visit>
   bool visit_while_held_for_fork(const Visit& visit) {
-    visitors_.fetch_add(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    visitors_.fetch_add(1, std::memory_order_acq_rel);
     const bool held = lock_.held_for_fork();
     if (held) visit();
     visitors_.fetch_sub(1, std::memory_order_release);
@@ -186,8 +189,9 @@ class DeferringLock {
   // so a short spin, then the CPU goes to others in case a visitor was descheduled), then replays
   // the log in order and empties it.
   void settle_after_locking() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    for (unsigned spins = 0; visitors_.load(std::memory_order_acquire) != 0; ++spins) {
+    unsigned spins = 0;
+    for (auto visiting = visitors_.fetch_add(0, std::memory_order_acq_rel); visiting != 0;
+         visiting = visitors_.load(std::memory_order_acquire), ++spins) {
       if (spins < 64)
         os_spin_pause();
       else
