@@ -36,10 +36,10 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
   t_sampling = true;
   const int saved_errno = errno;  // a malloc that succeeds leaves errno alone
   const std::int64_t mean = g_sample_mean.load(std::memory_order_relaxed);
-  const void* frames[kMostFrames];
-  const std::uint32_t depth = capture_stack(frames, site);
+  CapturedStack stack;
+  capture_stack(stack, site);
   SampleTotals totals{};
-  if (mean != 0 && record_sample(block, size, mean, frames, depth,
+  if (mean != 0 && record_sample(block, size, mean, stack.frames(), stack.depth,
                                  static_cast<std::uint32_t>(current_tag()), totals))
     after_sample(totals);
   errno = saved_errno;
