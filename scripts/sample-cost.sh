@@ -79,7 +79,7 @@ for ((r = 0; r < rounds; ++r)); do
   # Each round starts one run later than the previous (A B C D, B C D A, ...).
   for ((i = 0; i < ${#runs[@]}; ++i)); do
     read -r entry mode <<<"${runs[(i + r) % ${#runs[@]}]}"
-    echo "$(milliseconds "$entry" "$mode")" >>"$work/${entry%%=*}.$mode"
+    milliseconds "$entry" "$mode" >>"$work/${entry%%=*}.$mode"
   done
 done
 
