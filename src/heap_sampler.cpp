@@ -11,6 +11,14 @@
 #include "thread_cache.hpp"
 
 namespace poolalloc::internal {
+namespace {
+
+// Set while this thread records a sample. A malloc meanwhile is served without a sample of its
+// own: libunwind allocates a thread's block of thread-local variables at the thread's first
+// capture (__tls_get_addr), and at a small mean each such malloc, sampled, would capture again.
+constinit __thread bool t_sampling __attribute__((tls_model("initial-exec"))) = false;
+
+}  // namespace
 
 void set_sample_mean(std::int64_t mean) {
   if (mean > 0) load_stack_unwinder();
@@ -24,16 +32,18 @@ void set_sample_mean(std::int64_t mean) {
 void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site) {
   void* block =
       alignment <= kMinAlignment ? allocate_large(size) : system_memalign(alignment, size);
-  if (block == nullptr) return nullptr;
+  if (block == nullptr || t_sampling) return block;
+  t_sampling = true;
   const int saved_errno = errno;  // a malloc that succeeds leaves errno alone
   const std::int64_t mean = g_sample_mean.load(std::memory_order_relaxed);
-  const void* frames[kMostFrames];
-  const std::uint32_t depth = capture_stack(frames, site);
+  CapturedStack stack;
+  capture_stack(stack, site);
   SampleTotals totals{};
-  if (mean != 0 && record_sample(block, size, mean, frames, depth,
+  if (mean != 0 && record_sample(block, size, mean, stack.frames(), stack.depth,
                                  static_cast<std::uint32_t>(current_tag()), totals))
     after_sample(totals);
   errno = saved_errno;
+  t_sampling = false;
   return block;
 }
 

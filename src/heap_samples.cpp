@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "lock.hpp"
@@ -39,6 +40,7 @@ std::atomic<std::uint32_t> g_live_count{0};
 SampleTotals g_totals{};
 
 constexpr std::uint32_t kFirstCapacity = 1024;
+constexpr std::uint64_t kGoldenRatio = 0x9e3779b97f4a7c15;
 
 // Frees of sampled blocks that found the lock held for fork(): their addresses wait here, without
 // the lock, and the next holder takes their samples out (drain_deferred_forgets). A free adds its
@@ -58,15 +60,24 @@ std::int64_t rounded(double value) {
   return whole + (value - static_cast<double>(whole) >= 0.5 ? 1 : 0);
 }
 
+// A stack's hash: a multiply and a rotation per frame, the bits mixed once at the end (the slot
+// takes the low bits). Stacks of equal hashes are told apart by their frames.
 std::uint64_t hash_of(const void* const* frames, std::uint32_t depth, std::uint32_t tag) {
-  std::uint64_t h = mix_bits(tag + 1);
+  std::uint64_t h = tag;
   for (std::uint32_t i = 0; i < depth; ++i)
-    h = mix_bits(h ^ reinterpret_cast<std::uintptr_t>(frames[i]));
-  return h;
+    h = std::rotl((h ^ reinterpret_cast<std::uintptr_t>(frames[i])) * kGoldenRatio, 29);
+  return mix_bits(h);
 }
 
 std::uint32_t slot_of(std::uint64_t hash, std::uint32_t capacity) {
   return static_cast<std::uint32_t>(hash) & (capacity - 1);
+}
+
+// A live address's home slot: the top bits of its product with the golden ratio (Fibonacci
+// hashing), which every bit of the address below them reaches. Inline, where mix_bits is a call:
+// the free of a sampled block computes it for each entry that it moves.
+std::uint32_t home_of(std::uintptr_t address, std::uint32_t capacity) {
+  return static_cast<std::uint32_t>((address * kGoldenRatio) >> (64 - std::countr_zero(capacity)));
 }
 
 template <class T>
@@ -81,7 +92,7 @@ void unmap_array(T* array, std::uint32_t count) {
 
 // The slot of the live table that holds `address`, or the free slot where it would go.
 std::uint32_t live_slot(std::uintptr_t address) {
-  std::uint32_t i = slot_of(mix_bits(address), g_live.capacity);
+  std::uint32_t i = home_of(address, g_live.capacity);
   while (g_live.slots[i].address != 0 && g_live.slots[i].address != address)
     i = (i + 1) & (g_live.capacity - 1);
   return i;
@@ -149,7 +160,7 @@ void remove_live(std::uint32_t i) {
   g_totals.inuse_bytes -= sample.bytes;
   const std::uint32_t mask = g_live.capacity - 1;
   for (std::uint32_t j = (i + 1) & mask; g_live.slots[j].address != 0; j = (j + 1) & mask) {
-    const std::uint32_t home = slot_of(mix_bits(g_live.slots[j].address), g_live.capacity);
+    const std::uint32_t home = home_of(g_live.slots[j].address, g_live.capacity);
     // The entry at j may move to i when i lies on its probe path, from home to j.
     if (((j - home) & mask) >= ((j - i) & mask)) {
       g_live.slots[i] = g_live.slots[j];
@@ -168,10 +179,7 @@ void defer_forget(std::uintptr_t address) {
 
 // Under the lock. A free that claimed a slot stores its address a few instructions later: the
 // holder waits for it. A free that claims one meanwhile is taken too, before the count is reset.
-void drain_deferred_forgets() {
-  std::uint32_t count = g_deferred_count.load(std::memory_order_acquire);
-  if (count == 0) [[likely]]
-    return;
+[[gnu::noinline]] void drain_claimed_forgets(std::uint32_t count) {
   std::uint32_t next = 0;
   for (;;) {
     for (; next < count && next < kDeferredForgets; ++next) {
@@ -184,6 +192,12 @@ void drain_deferred_forgets() {
     }
     if (g_deferred_count.compare_exchange_strong(count, 0, std::memory_order_acq_rel)) return;
   }
+}
+
+void drain_deferred_forgets() {
+  const std::uint32_t count = g_deferred_count.load(std::memory_order_acquire);
+  if (count != 0) [[unlikely]]
+    drain_claimed_forgets(count);
 }
 
 }  // namespace

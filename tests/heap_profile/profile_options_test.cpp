@@ -83,6 +83,22 @@ TEST(HeapProfile, WritesEveryNBytesAllocated) {
   for (const std::string& file : files) EXPECT_NE(file.find(".every.pb"), std::string::npos);
 }
 
+// libunwind allocates a thread's block of its thread-local variables at the thread's first
+// capture, inside the sampled malloc: at a mean of 1 byte that malloc is sampled too, and each
+// capture would start another.
+TEST(HeapProfile, AMeanOfOneByteSamplesEveryAllocationAndTheProgramRunsToItsEnd) {
+  for (const char* mode : {"every", "signal"}) {
+    ScratchDirectory directory;
+    ASSERT_EQ(run_in(directory.path(),
+                     "POOLALLOC_PROFILE=1 POOLALLOC_PROFILE_AT_EXIT=0 POOLALLOC_PROFILE_SAMPLE=1 "
+                     "POOLALLOC_PROFILE_SIGNAL=USR2",
+                     kProbe + " " + mode),
+              0)
+        << mode << ": " << read_output(directory);
+    EXPECT_EQ(read_output(directory), "") << mode;
+  }
+}
+
 TEST(HeapProfile, PeakFileHoldsTheWorstMoment) {
   if (!go_installed()) GTEST_SKIP() << "go (golang-go) is not installed";
   ScratchDirectory directory;
