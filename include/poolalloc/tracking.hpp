@@ -130,8 +130,27 @@ class Tracked final : public detail::BudgetRow {
   }
   { return arena_.alignment(); }
 
-  // The arena's bytes in use now; print_budgets() shows them as of the last sample.
-  [[nodiscard]] std::size_t used() const { return detail::bytes_in_use(arena_); }
+  // Samples the arena now, as a call through the tracker would: catches up with what was
+  // allocated or freed on the arena directly (a pmr container on a PoolResource, a spawn on the
+  // pool), counting and calling back a rise above the budget.
+  void sample() const {
+    call_and_sample([](auto&) {});
+  }
+
+  // The figures, each after a sample: whatever path the memory took, the peak is never below the
+  // usage, and a usage above the budget has been counted.
+  [[nodiscard]] std::size_t used() const {
+    sample();
+    return sampled_used();
+  }
+  [[nodiscard]] std::size_t peak() const {
+    sample();
+    return BudgetRow::peak();
+  }
+  [[nodiscard]] std::size_t over_budget_count() const {
+    sample();
+    return BudgetRow::over_budget_count();
+  }
   [[nodiscard]] Arena& arena() const { return arena_; }
 
   // The tracker's figures, then the arena's line: `Tracked "bullets" (budget 65536 B): 0 B used,
@@ -143,6 +162,7 @@ class Tracked final : public detail::BudgetRow {
   }
   {
     const detail::DecimalOutput decimal(out);
+    tracked.sample();
     return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << tracked.arena_;
   }
 
@@ -155,7 +175,7 @@ class Tracked final : public detail::BudgetRow {
   // two samples rises: the second only from at most the budget. The callback runs after, outside
   // that lock, free to use the tracker.
   template <class Call>
-  void call_and_sample(Call&& call) {
+  void call_and_sample(Call&& call) const {
     std::size_t rose_to = 0;  // the usage that rose above the budget, which is never 0
     detail::with_arena(arena_, [&](auto& arena) {
       const std::size_t used_before = detail::bytes_in_use(arena);

@@ -210,6 +210,38 @@ TEST(Tracked, CountsARiseAboveTheBudgetAfterDespawnsMadeOnThePool) {
   EXPECT_EQ(tracked.over_budget_count(), 3u);
 }
 
+// pmr containers on the resource itself reach it by no call through the tracker: its queries
+// sample the resource, so its peak is never below its usage and the rise is counted.
+TEST(Tracked, OverAPoolResourceUsedByPmrContainersShowsAPeakNeverBelowItsUsage) {
+  PoolResource resource;
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  Tracked tracked(resource, 64,
+                  [&](std::size_t used, std::size_t budget) { calls.emplace_back(used, budget); });
+  std::pmr::vector<int> ids(&resource);
+  ids.reserve(32);  // 128 bytes
+  EXPECT_EQ(tracked.peak(), 128u);
+  EXPECT_EQ(tracked.used(), 128u);
+  EXPECT_EQ(tracked.over_budget_count(), 1u);
+  EXPECT_EQ(calls, (std::vector<std::pair<std::size_t, std::size_t>>{{128, 64}}));
+  ids = std::pmr::vector<int>(&resource);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.peak(), 128u);
+  EXPECT_EQ(tracked.end_frame(), 128u);
+}
+
+// Whatever path the memory took, each query agrees with the others.
+TEST(Tracked, NeverContradictsItselfWhenItsArenaIsUsedDirectly) {
+  Pool<std::uint64_t> pool(16);
+  Tracked tracked(pool, 4 * sizeof(std::uint64_t));
+  std::vector<std::uint64_t*> spawned;
+  for (std::uint64_t i = 0; i < 8; ++i) spawned.push_back(pool.spawn(i));
+  EXPECT_EQ(tracked.over_budget_count(), 1u);
+  EXPECT_EQ(tracked.peak(), 64u);
+  for (std::uint64_t* p : spawned) pool.despawn(p);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.peak(), 64u);
+}
+
 TEST(PrintBudgets, ListsEveryLiveTrackedArenaWithItsFigures) {
   FrameAllocator frame(1024);
   FixedPool blocks(64, 8);

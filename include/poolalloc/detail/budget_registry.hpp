@@ -77,8 +77,9 @@ class BudgetRow {
   }
 
   // Records a sample: the peaks, and a rise above the budget, counted; returns whether it rose.
-  // The caller then calls over_budget(), outside any lock it holds.
-  bool record(std::size_t used_now) {
+  // The caller then calls over_budget(), outside any lock it holds. Const: a tracker's queries
+  // sample its arena first, so that its figures never contradict each other.
+  bool record(std::size_t used_now) const {
     peak_.store(std::max(peak(), used_now), std::memory_order_relaxed);
     frame_peak_ = std::max(frame_peak_, used_now);
     const std::size_t used_before = sampled_used_.load(std::memory_order_relaxed);
@@ -104,10 +105,11 @@ class BudgetRow {
 
   const std::size_t budget_;
   const OverBudget on_over_budget_;
-  std::atomic<std::size_t> sampled_used_{0};
-  std::atomic<std::size_t> peak_{0};
-  std::atomic<std::size_t> over_budget_count_{0};
-  std::size_t frame_peak_ = 0;  // the printer never reads it
+  // The figures of the samples, which a tracker's queries take too (see record()).
+  mutable std::atomic<std::size_t> sampled_used_{0};
+  mutable std::atomic<std::size_t> peak_{0};
+  mutable std::atomic<std::size_t> over_budget_count_{0};
+  mutable std::size_t frame_peak_ = 0;  // the printer never reads it
   Name name_;
   BudgetRow* previous_ = nullptr;
   BudgetRow* next_ = nullptr;
