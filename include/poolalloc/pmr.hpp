@@ -54,7 +54,6 @@ class PoolResource final : public std::pmr::memory_resource {
       : largest_block_(
             std::bit_ceil(std::clamp(largest_block, kSmallestBlock, kLargestBlockLimit))),
         blocks_per_chunk_(checked_blocks_per_chunk(blocks_per_chunk, largest_block_, debug)),
-        pools_(std::make_unique<FixedPool[]>(pool_index(largest_block_) + 1)),
         upstream_(upstream),
         debug_(debug) {}
 
@@ -196,7 +195,9 @@ class PoolResource final : public std::pmr::memory_resource {
 
   std::size_t largest_block_;
   std::size_t blocks_per_chunk_;
-  std::unique_ptr<FixedPool[]> pools_;  // pools_[i] holds blocks of kSmallestBlock << i bytes
+  // pools_[i] holds blocks of kSmallestBlock << i bytes. In the resource, so that constructing
+  // it takes no memory: it cannot fail for want of some.
+  FixedPool pools_[std::countr_zero(kLargestBlockLimit / kSmallestBlock) + 1];
   std::pmr::memory_resource* upstream_;
   std::vector<UpstreamBlock> upstream_blocks_;  // to give back on release()
   std::size_t used_ = 0;
