@@ -85,7 +85,11 @@ class Tracked final : public detail::BudgetRow {
   Tracked(Arena& arena, std::size_t budget_bytes, OverBudget on_over_budget = {})
       : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(arena) {
     call_and_sample([](auto&) {});
+    set_sampler(&sample_row);
   }
+  Tracked(const Tracked&) = delete;
+  Tracked& operator=(const Tracked&) = delete;
+  ~Tracked() { set_sampler(nullptr); }
 
   template <class... Args>
   requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
@@ -187,6 +191,8 @@ class Tracked final : public detail::BudgetRow {
     if (rose_to != 0) over_budget(rose_to);
   }
 
+  static void sample_row(const BudgetRow& row) { static_cast<const Tracked&>(row).sample(); }
+
   Arena& arena_;
 };
 
@@ -241,9 +247,19 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
   std::pmr::memory_resource* upstream_;
 };
 
-// One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used at its last
-// sample, peak, budget, and how many times usage rose above the budget. The per-frame memory report
-// of a debug overlay; safe while trackers on other threads come, go and sample. The name column
+// Samples the arena of every Tracked created on the calling thread, as its sample() does: what
+// was allocated or freed on the arenas directly shows in their figures (and a rise above a budget
+// is counted and called back, on this thread). The arenas of other threads' trackers are theirs
+// to read: each thread samples its own (this, a call through the tracker, end_frame()).
+inline void sample_budgets() {
+  detail::BudgetRow::sample_rows_of_this_thread();
+}
+
+// One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used, peak,
+// budget, and how many times usage rose above the budget, after sample_budgets(): the figures of
+// the calling thread's trackers are their arenas' at the moment it prints, those of other
+// threads' trackers their last sample. The per-frame memory report of a debug overlay; safe
+// while trackers on other threads come, go and sample. The name column
 // fits the longest name a tracker keeps, so that every name leaves the columns aligned. In decimal
 // padded with spaces, whatever the stream was left in; the stream is left as it was.
 // In a program that runs on the drop-in malloc (linked or preloaded, detail/malloc_tags.hpp), a
@@ -251,6 +267,7 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 // ("-" when it has none) and how many times it went over it (poolalloc_tag_set_budget). A tag's
 // name longer than the column pushes the figures of its line along.
 inline void print_budgets(std::ostream& out) {
+  detail::BudgetRow::sample_rows_of_this_thread();
   const detail::DecimalOutput decimal(out);
   constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
   // Every column after the name starts with a space, so that a figure wider than its column (a

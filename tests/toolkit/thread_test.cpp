@@ -232,4 +232,41 @@ TEST(Tracked, SharedByThreadsOverASynchronizedArenaKeepsFiguresThatAgree) {
   EXPECT_EQ(tracked.over_budget_count(), calls.load());
 }
 
+// print_budgets() reads live only the arenas of the trackers created on its own thread: another
+// thread's arena is that thread's to read. Its figures are its last sample, until that thread
+// samples them (sample_budgets(), a call through the tracker, end_frame()).
+TEST(PrintBudgets, ShowsAnotherThreadsTrackersAsOfTheirLastSample) {
+  std::atomic<int> step{0};
+  const auto go_to = [&step](int next) {
+    step = next;
+    step.notify_all();
+    step.wait(next);
+  };
+  std::thread owner([&] {
+    poolalloc::FrameAllocator frame(1024);
+    poolalloc::Tracked tracked(frame, 1024);
+    tracked.set_name("job scratch");
+    (void)tracked.allocate(100, 1);
+    (void)frame.allocate(50, 1);  // on the arena: this thread's to sample
+    go_to(1);
+    poolalloc::sample_budgets();
+    go_to(3);
+  });
+  step.wait(0);
+  std::ostringstream before;
+  poolalloc::print_budgets(before);
+  EXPECT_EQ(before.str(),
+            "arena                                   used        peak      budget  over\n"
+            "job scratch                              100         100        1024     0\n");
+  go_to(2);
+  std::ostringstream after;
+  poolalloc::print_budgets(after);
+  EXPECT_EQ(after.str(),
+            "arena                                   used        peak      budget  over\n"
+            "job scratch                              150         150        1024     0\n");
+  step = 4;
+  step.notify_all();
+  owner.join();
+}
+
 }  // namespace

@@ -9,14 +9,22 @@
 // into the tracker: the name under the list's lock, the figures as atomics. The figures of one
 // row are written by one thread at a time (the tracker's owner, or the thread holding the lock of
 // the Synchronized arena it tracks), so loads and stores suffice, with no read-modify-write.
+//
+// A tracker whose arena can be read (a Tracked) gives its row a sampler once it is whole, and
+// takes it back before its destruction begins. sample_rows_of_this_thread() calls the samplers of
+// the rows created on the calling thread, whose arenas are that thread's to read, one at a time
+// and outside the list's lock, so that a sample's over-budget callback may do anything a tracker's
+// owner may (create, rename or destroy trackers, print them).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "name.hpp"
@@ -62,6 +70,34 @@ class BudgetRow {
     for (const BudgetRow* row = first_; row != nullptr; row = row->next_) f(*row);
   }
 
+  // Samples every row created on the calling thread that has a sampler, each once, oldest first.
+  // The list's lock is held only to find the next one (O(rows) each, O(rows^2) in all: the rows
+  // are a program's few dozen budgets), so that a row that a callback destroys is never reached.
+  static void sample_rows_of_this_thread() {
+    const std::thread::id me = std::this_thread::get_id();
+    std::uint64_t sweep = 0;
+    {
+      const std::lock_guard lock(list_mutex_);
+      sweep = ++sweeps_;
+    }
+    for (;;) {
+      const BudgetRow* next = nullptr;
+      Sampler sampler = nullptr;
+      {
+        const std::lock_guard lock(list_mutex_);
+        for (BudgetRow* row = first_; row != nullptr; row = row->next_) {
+          if (row->sampler_ == nullptr || row->owner_ != me || row->swept_ == sweep) continue;
+          row->swept_ = sweep;
+          next = row;
+          sampler = row->sampler_;
+          break;
+        }
+      }
+      if (next == nullptr) return;
+      sampler(*next);
+    }
+  }
+
  protected:
   BudgetRow(std::size_t budget, OverBudget on_over_budget)
       : budget_(budget), on_over_budget_(std::move(on_over_budget)) {
@@ -95,6 +131,16 @@ class BudgetRow {
   void over_budget(std::size_t used_now) const noexcept {
     if (on_over_budget_) on_over_budget_(used_now, budget_);
   }
+  // Reads the arena and records a sample (the tracker's sample()). A row without one keeps
+  // figures that every change goes through (TrackedResource).
+  using Sampler = void (*)(const BudgetRow& row);
+  // Under the list's lock: the thread that sweeps may be reading it. Given by a tracker once it is
+  // whole, and taken back (nullptr) before its destruction begins.
+  void set_sampler(Sampler sampler) {
+    const std::lock_guard lock(list_mutex_);
+    sampler_ = sampler;
+  }
+
   // The largest usage recorded since the last call; the next frame starts.
   std::size_t take_frame_peak() { return std::exchange(frame_peak_, 0); }
 
@@ -102,6 +148,7 @@ class BudgetRow {
   static inline std::mutex list_mutex_;
   static inline BudgetRow* first_ = nullptr;
   static inline BudgetRow* last_ = nullptr;
+  static inline std::uint64_t sweeps_ = 0;  // sample_rows_of_this_thread() calls so far
 
   const std::size_t budget_;
   const OverBudget on_over_budget_;
@@ -113,6 +160,11 @@ class BudgetRow {
   Name name_;
   BudgetRow* previous_ = nullptr;
   BudgetRow* next_ = nullptr;
+  // Under the list's lock: the thread the tracker was created on, its sampler, and the last sweep
+  // that sampled it.
+  std::thread::id owner_ = std::this_thread::get_id();
+  Sampler sampler_ = nullptr;
+  std::uint64_t swept_ = 0;
 };
 
 }  // namespace poolalloc::detail
