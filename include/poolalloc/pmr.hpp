@@ -10,10 +10,11 @@
 //   if it has one, deallocate(p, size, align)), so std::vector<T, StlAllocator<T, Arena>> works;
 //   or over a FixedPool (or a Tracked or Synchronized one), one T at a time, for node containers
 //   (std::list, std::map, ...).
+// - SynchronizedPoolResource: a PoolResource behind a lock, for pmr containers on several threads.
 //
 // Exhaustion throws std::bad_alloc, as these interfaces require; a PoolResource whose chunks
 // could never be allocated throws when it is constructed. With exceptions off, each of these
-// reports and aborts instead. Not thread-safe, by choice.
+// reports and aborts instead. Not thread-safe, by choice, but for SynchronizedPoolResource.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include "fixed_pool.hpp"
 #include "frame_allocator.hpp"
 #include "stack_allocator.hpp"
+#include "synchronized.hpp"
 
 namespace poolalloc {
 
@@ -204,6 +206,11 @@ class PoolResource final : public std::pmr::memory_resource {
   DebugChecks debug_;
   detail::Name name_;
 };
+
+// A PoolResource behind a lock, as std::pmr::synchronized_pool_resource is an
+// unsynchronized_pool_resource behind one: a memory_resource that pmr containers on several
+// threads may share. with_lock(f) reaches the resource's queries and release().
+using SynchronizedPoolResource = Synchronized<PoolResource>;
 
 // A memory_resource over an arena with allocate(size, align) that returns nullptr when full.
 template <class Arena>

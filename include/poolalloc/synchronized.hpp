@@ -10,6 +10,8 @@
 //   poolalloc::Synchronized<poolalloc::Pool<Bullet>> bullets(1024);  // Pool<Bullet>(1024)
 //   Bullet* b = bullets.spawn(x, y);                                  // from any thread
 //   bullets.with_lock([](auto& pool) { pool.for_each(draw); });
+//   poolalloc::Synchronized<poolalloc::PoolResource> shared;         // a memory_resource
+//   std::pmr::vector<int> ids(&shared);                               // on any thread
 #pragma once
 
 #include <cstddef>
@@ -17,10 +19,15 @@
 #include <ostream>
 #include <utility>
 
+#include "detail/resource_of.hpp"
+
 namespace poolalloc {
 
+// Over a std::pmr::memory_resource (a PoolResource: SynchronizedPoolResource), it is a
+// memory_resource too, as std::pmr::synchronized_pool_resource is: pmr containers on several
+// threads may share it.
 template <class Arena>
-class Synchronized {
+class Synchronized : public detail::ResourceBase<Arena, Synchronized<Arena>> {
  public:
   // Constructs the arena from the arena's own constructor arguments.
   template <class... Args>

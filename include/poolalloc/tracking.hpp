@@ -29,6 +29,7 @@
 #include "detail/budget_registry.hpp"
 #include "detail/malloc_tags.hpp"
 #include "detail/printing.hpp"
+#include "detail/resource_of.hpp"
 #include "fixed_pool.hpp"
 #include "object_pool.hpp"
 #include "synchronized.hpp"
@@ -79,8 +80,10 @@ void with_arena(Synchronized<Arena>& arena, F&& f) {
 }
 }  // namespace detail
 
+// Over a std::pmr::memory_resource (a PoolResource), it is a memory_resource too: pmr containers
+// given the tracker allocate through it, each call sampled.
 template <class Arena>
-class Tracked final : public detail::BudgetRow {
+class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public detail::BudgetRow {
  public:
   Tracked(Arena& arena, std::size_t budget_bytes, OverBudget on_over_budget = {})
       : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(arena) {
@@ -199,8 +202,10 @@ class Tracked final : public detail::BudgetRow {
 // A std::pmr::memory_resource with a budget, so that pmr containers show in print_budgets(): it
 // forwards to any upstream resource (a PoolResource, a FrameResource, new_delete_resource(), a
 // monotonic_buffer_resource), counts the bytes requested through it and not yet deallocated, and
-// samples that count after each call as Tracked does. Single-threaded, as the toolkit's
-// allocators are; its upstream may be shared with other users.
+// samples that count after each call as Tracked does. Threads may share it (over an upstream that
+// they may share: a SynchronizedPoolResource, new_delete_resource()): its count, peaks and
+// over-budget count are atomics changed by read-modify-writes, each byte and each rise above the
+// budget counted once; the callback runs on the thread whose call rose above the budget.
 //
 //   poolalloc::TrackedResource ui_budget(&pool_resource, 64 * 1024);
 //   std::pmr::vector<Widget> widgets(&ui_budget);
@@ -211,10 +216,7 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
       : BudgetRow(budget_bytes, std::move(on_over_budget)), upstream_(upstream) {}
 
   // The largest usage seen during this frame; the next frame starts.
-  std::size_t end_frame() {
-    sample(used());
-    return take_frame_peak();
-  }
+  std::size_t end_frame() { return take_frame_peak(); }
 
   // Bytes requested through this resource and not yet deallocated: every change is sampled.
   [[nodiscard]] std::size_t used() const { return sampled_used(); }
@@ -229,19 +231,15 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     void* p = upstream_->allocate(bytes, alignment);
-    sample(used() + bytes);
+    if (const std::size_t rose_to = record_rise(bytes); rose_to != 0) over_budget(rose_to);
     return p;
   }
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
     upstream_->deallocate(p, bytes, alignment);
-    sample(used() - bytes);
+    record_fall(bytes);
   }
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return this == &other;
-  }
-
-  void sample(std::size_t used_now) {
-    if (record(used_now)) over_budget(used_now);
   }
 
   std::pmr::memory_resource* upstream_;

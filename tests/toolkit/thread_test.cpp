@@ -12,12 +12,16 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <barrier>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
+#include <map>
 #include <memory_resource>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -267,6 +271,65 @@ TEST(PrintBudgets, ShowsAnotherThreadsTrackersAsOfTheirLastSample) {
   step = 4;
   step.notify_all();
   owner.join();
+}
+
+// As std::pmr::synchronized_pool_resource: one PoolResource behind a lock, a memory_resource
+// itself, shared by the pmr containers of several threads.
+TEST(SynchronizedResource, LetsThreadsSharePmrContainersOverOnePoolResource) {
+  poolalloc::SynchronizedPoolResource shared;
+  std::pmr::memory_resource* resource = &shared;
+  on_threads([&](int t) {
+    for (int round = 0; round < 20; ++round) {
+      std::pmr::map<int, std::pmr::string> names(resource);
+      std::pmr::list<int> order(resource);
+      std::pmr::vector<int> ids(resource);
+      for (int i = 0; i < 200; ++i) {
+        names.emplace(i, std::pmr::string(40, static_cast<char>('a' + t)));
+        order.push_back(i);
+        ids.push_back(i * t);
+      }
+      ASSERT_EQ(names.size(), 200u);
+      ASSERT_EQ(std::string_view(names.at(7)), std::string(40, static_cast<char>('a' + t)));
+      ASSERT_EQ(ids[199], 199 * t);
+    }
+  });
+  EXPECT_EQ(shared.with_lock([](const poolalloc::PoolResource& pool) { return pool.used(); }), 0u);
+  EXPECT_TRUE(resource->is_equal(shared));
+}
+
+// A TrackedResource shared by threads counts each byte once and each rise above its budget once:
+// all threads hold their blocks at once, one byte over the budget, once a round.
+TEST(TrackedResource, SharedByThreadsCountsEveryByteAndEveryRiseOnce) {
+  constexpr std::size_t kBlocks = 100;
+  constexpr int kRounds = 50;
+  constexpr std::size_t kAllHeld = kThreads * kBlocks * 8;
+  poolalloc::SynchronizedPoolResource pool;
+  std::atomic<int> calls{0};
+  poolalloc::TrackedResource tracked(&pool, kAllHeld - 1,
+                                     [&](std::size_t used, std::size_t budget) {
+                                       EXPECT_GT(used, budget);
+                                       ++calls;
+                                     });
+  std::barrier all_held(kThreads);
+  std::atomic<std::size_t> used_when_all_held{0};
+  on_threads([&](int) {
+    std::vector<void*> mine;
+    for (int round = 0; round < kRounds; ++round) {
+      for (std::size_t i = 0; i < kBlocks; ++i) mine.push_back(tracked.allocate(8, 8));
+      all_held.arrive_and_wait();
+      used_when_all_held = tracked.used();
+      all_held.arrive_and_wait();
+      for (void* p : mine) tracked.deallocate(p, 8, 8);
+      mine.clear();
+      all_held.arrive_and_wait();
+    }
+  });
+  EXPECT_EQ(used_when_all_held, kAllHeld);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.peak(), kAllHeld);
+  EXPECT_EQ(tracked.over_budget_count(), std::size_t{kRounds});
+  EXPECT_EQ(calls, kRounds);
+  EXPECT_EQ(tracked.end_frame(), kAllHeld);
 }
 
 }  // namespace

@@ -242,6 +242,25 @@ TEST(Tracked, NeverContradictsItselfWhenItsArenaIsUsedDirectly) {
   EXPECT_EQ(tracked.peak(), 64u);
 }
 
+// A Tracked over a memory_resource is one: pmr containers allocate through it, each call sampled.
+TEST(Tracked, OverAMemoryResourceIsOneThatPmrContainersAllocateThrough) {
+  PoolResource resource;
+  Tracked tracked(resource, 64);
+  std::pmr::memory_resource* through = &tracked;
+  {
+    std::pmr::vector<int> ids(through);
+    ids.reserve(16);
+    EXPECT_EQ(tracked.sampled_used(), 64u);
+    ids.reserve(32);
+    EXPECT_EQ(tracked.sampled_used(), 128u);
+    EXPECT_EQ(tracked.over_budget_count(), 1u);
+  }
+  EXPECT_EQ(tracked.sampled_used(), 0u);
+  EXPECT_EQ(resource.used(), 0u);
+  EXPECT_TRUE(through->is_equal(tracked));
+  EXPECT_FALSE(through->is_equal(resource));
+}
+
 TEST(PrintBudgets, ListsEveryLiveTrackedArenaWithItsFigures) {
   FrameAllocator frame(1024);
   FixedPool blocks(64, 8);

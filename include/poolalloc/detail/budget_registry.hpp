@@ -6,9 +6,10 @@
 //
 // A row joins the list while its tracker is still being built and leaves it while its tracker is
 // already being destroyed, so the printer reads only what the row keeps itself, never calling
-// into the tracker: the name under the list's lock, the figures as atomics. The figures of one
-// row are written by one thread at a time (the tracker's owner, or the thread holding the lock of
-// the Synchronized arena it tracks), so loads and stores suffice, with no read-modify-write.
+// into the tracker: the name under the list's lock, the figures as atomics. A Tracked's figures
+// are written by one thread at a time (the tracker's owner, or the thread holding the lock of the
+// Synchronized arena it tracks), so loads and stores suffice, with no read-modify-write; a
+// TrackedResource's, which threads may share, change by read-modify-writes (record_rise).
 //
 // A tracker whose arena can be read (a Tracked) gives its row a sampler once it is whole, and
 // takes it back before its destruction begins. sample_rows_of_this_thread() calls the samplers of
@@ -56,7 +57,11 @@ class BudgetRow {
   [[nodiscard]] std::size_t sampled_used() const {
     return sampled_used_.load(std::memory_order_acquire);
   }
-  [[nodiscard]] std::size_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  // Never below the usage: a tracker that threads share (TrackedResource) may count a rise before
+  // it raises its peak.
+  [[nodiscard]] std::size_t peak() const {
+    return std::max(peak_.load(std::memory_order_relaxed), sampled_used());
+  }
   [[nodiscard]] std::size_t budget() const { return budget_; }
   // How many times usage rose above the budget.
   [[nodiscard]] std::size_t over_budget_count() const {
@@ -116,8 +121,10 @@ class BudgetRow {
   // The caller then calls over_budget(), outside any lock it holds. Const: a tracker's queries
   // sample its arena first, so that its figures never contradict each other.
   bool record(std::size_t used_now) const {
-    peak_.store(std::max(peak(), used_now), std::memory_order_relaxed);
-    frame_peak_ = std::max(frame_peak_, used_now);
+    peak_.store(std::max(peak_.load(std::memory_order_relaxed), used_now),
+                std::memory_order_relaxed);
+    frame_peak_.store(std::max(frame_peak_.load(std::memory_order_relaxed), used_now),
+                      std::memory_order_relaxed);
     const std::size_t used_before = sampled_used_.load(std::memory_order_relaxed);
     // Before the callback: one that allocates through the tracker samples again, and must see
     // this rise as seen.
@@ -126,6 +133,21 @@ class BudgetRow {
     if (rose_over) over_budget_count_.store(over_budget_count() + 1, std::memory_order_relaxed);
     return rose_over;
   }
+  // A rise or a fall of the usage by `bytes`, which threads that share the tracker may record at
+  // once (TrackedResource): read-modify-writes count each byte once, and a rise above the budget
+  // once, where the usage before the change was within it. Returns the usage that rose above the
+  // budget, for over_budget(), or 0.
+  std::size_t record_rise(std::size_t bytes) {
+    const std::size_t before = sampled_used_.fetch_add(bytes, std::memory_order_acq_rel);
+    const std::size_t now = before + bytes;
+    raise(peak_, now);
+    raise(frame_peak_, now);
+    if (now <= budget_ || before > budget_) return 0;
+    over_budget_count_.fetch_add(1, std::memory_order_relaxed);
+    return now;
+  }
+  void record_fall(std::size_t bytes) { sampled_used_.fetch_sub(bytes, std::memory_order_acq_rel); }
+
   // noexcept: a callback that throws ends the program, rather than unwind through a tracker that
   // has counted a block its caller will never receive.
   void over_budget(std::size_t used_now) const noexcept {
@@ -141,10 +163,20 @@ class BudgetRow {
     sampler_ = sampler;
   }
 
-  // The largest usage recorded since the last call; the next frame starts.
-  std::size_t take_frame_peak() { return std::exchange(frame_peak_, 0); }
+  // The largest usage recorded since the last call, the usage now included; the next frame
+  // starts.
+  std::size_t take_frame_peak() {
+    raise(frame_peak_, sampled_used());
+    return frame_peak_.exchange(0, std::memory_order_relaxed);
+  }
 
  private:
+  static void raise(std::atomic<std::size_t>& figure, std::size_t to) {
+    std::size_t now = figure.load(std::memory_order_relaxed);
+    while (now < to && !figure.compare_exchange_weak(now, to, std::memory_order_relaxed)) {
+    }
+  }
+
   static inline std::mutex list_mutex_;
   static inline BudgetRow* first_ = nullptr;
   static inline BudgetRow* last_ = nullptr;
@@ -156,7 +188,7 @@ class BudgetRow {
   mutable std::atomic<std::size_t> sampled_used_{0};
   mutable std::atomic<std::size_t> peak_{0};
   mutable std::atomic<std::size_t> over_budget_count_{0};
-  mutable std::size_t frame_peak_ = 0;  // the printer never reads it
+  mutable std::atomic<std::size_t> frame_peak_{0};  // the printer never reads it
   Name name_;
   BudgetRow* previous_ = nullptr;
   BudgetRow* next_ = nullptr;
