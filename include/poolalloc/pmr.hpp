@@ -27,6 +27,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "detail/exceptions.hpp"
@@ -61,6 +62,31 @@ class PoolResource final : public std::pmr::memory_resource {
 
   PoolResource(const PoolResource&) = delete;
   PoolResource& operator=(const PoolResource&) = delete;
+  // A move takes the pools, the blocks upstream, used() and the name along: blocks handed out stay
+  // valid, and are given back to the resource moved into. The one moved from is as after
+  // release(), with its settings: empty, and usable. A pmr container keeps its resource's
+  // address, so move a resource only while no container holds its blocks (or give the blocks
+  // back through the resource moved into). Move assignment first gives back every block of the
+  // target, as release() does.
+  PoolResource(PoolResource&& other) noexcept
+      : std::pmr::memory_resource(other),
+        largest_block_(other.largest_block_),
+        blocks_per_chunk_(other.blocks_per_chunk_),
+        upstream_(other.upstream_),
+        debug_(other.debug_) {
+    take(other);
+  }
+  PoolResource& operator=(PoolResource&& other) noexcept {
+    if (this != &other) {
+      release();
+      largest_block_ = other.largest_block_;
+      blocks_per_chunk_ = other.blocks_per_chunk_;
+      upstream_ = other.upstream_;
+      debug_ = other.debug_;
+      take(other);
+    }
+    return *this;
+  }
   ~PoolResource() override { release(); }
 
   // Gives back every block, pooled or upstream, whether or not it was deallocated, as
@@ -122,6 +148,15 @@ class PoolResource final : public std::pmr::memory_resource {
     std::size_t bytes;
     std::size_t alignment;
   };
+
+  // The move's blocks and figures; other is left as after release().
+  void take(PoolResource& other) noexcept {
+    for (std::size_t i = 0; i < pool_count(); ++i) pools_[i] = std::move(other.pools_[i]);
+    upstream_blocks_ = std::move(other.upstream_blocks_);
+    other.upstream_blocks_.clear();
+    used_ = std::exchange(other.used_, 0);
+    name_ = other.name_;
+  }
 
   // The pool of the largest blocks has the largest chunks: if its first chunk is within the
   // limit, every pool's is.

@@ -24,9 +24,11 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "detail/budget_registry.hpp"
+#include "detail/forward.hpp"
 #include "detail/malloc_tags.hpp"
 #include "detail/printing.hpp"
 #include "detail/resource_of.hpp"
@@ -69,14 +71,14 @@ inline std::ostream& write_budget(std::ostream& out, std::string_view kind, cons
          << " B, over budget " << over << (over == 1 ? " time" : " times");
 }
 
-// Runs f(arena); over a Synchronized arena, f(its arena) under its lock.
+// Runs f(arena); over a Synchronized arena, f(its arena) under its lock. Returns what f returns.
 template <class Arena, class F>
-void with_arena(Arena& arena, F&& f) {
-  std::forward<F>(f)(arena);
+decltype(auto) with_arena(Arena& arena, F&& f) {
+  return std::forward<F>(f)(arena);
 }
 template <class Arena, class F>
-void with_arena(Synchronized<Arena>& arena, F&& f) {
-  arena.with_lock(std::forward<F>(f));
+decltype(auto) with_arena(Synchronized<Arena>& arena, F&& f) {
+  return arena.with_lock(std::forward<F>(f));
 }
 }  // namespace detail
 
@@ -86,56 +88,78 @@ template <class Arena>
 class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public detail::BudgetRow {
  public:
   Tracked(Arena& arena, std::size_t budget_bytes, OverBudget on_over_budget = {})
-      : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(arena) {
-    call_and_sample([](auto&) {});
+      : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(&arena) {
+    sample();
     set_sampler(&sample_row);
   }
-  Tracked(const Tracked&) = delete;
-  Tracked& operator=(const Tracked&) = delete;
+  // The tracker moved into takes the arena, the budget, the callback, the name and the figures,
+  // with a row of its own in print_budgets(); the one moved from tracks no arena and leaves the
+  // table: it may only be destroyed. Not while a call through the tracker runs (from its callback
+  // or from an object's constructor or destructor), which would go on in the one moved from.
+  Tracked(Tracked&& other) noexcept
+      : detail::ResourceBase<Arena, Tracked<Arena>>(other),
+        BudgetRow(std::move(other)),
+        arena_(std::exchange(other.arena_, nullptr)) {
+    other.set_sampler(nullptr);
+    set_sampler(&sample_row);
+  }
+  Tracked& operator=(Tracked&&) = delete;
   ~Tracked() { set_sampler(nullptr); }
 
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
-  [[nodiscard]] auto* allocate(Args&&... args) {
-    decltype(arena_.allocate(std::forward<Args>(args)...)) result = nullptr;
-    call_and_sample([&](auto& arena) { result = arena.allocate(std::forward<Args>(args)...); });
-    return result;
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.deallocate(std::forward<Args>(args)...); }
-  void deallocate(Args&&... args) {
-    call_and_sample([&](auto& arena) { arena.deallocate(std::forward<Args>(args)...); });
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.spawn(std::forward<Args>(args)...); }
-  [[nodiscard]] auto* spawn(Args&&... args) {
-    decltype(arena_.spawn(std::forward<Args>(args)...)) result = nullptr;
-    call_and_sample([&](auto& arena) { result = arena.spawn(std::forward<Args>(args)...); });
-    return result;
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.despawn(std::forward<Args>(args)...); }
-  void despawn(Args&&... args) {
-    call_and_sample([&](auto& arena) { arena.despawn(std::forward<Args>(args)...); });
+  // The arena's interface where the arena has it (detail/forward.hpp). The calls that change what
+  // it holds are sampled as allocate is: allocate, deallocate, spawn, despawn, new_object,
+  // new_array, clear, reset, swap_buffers, free_to_marker, create, destroy, release, grow. The
+  // others go straight to the arena (under its lock, over a Synchronized one): get, handle_of,
+  // for_each, compact, shrink, marker, the queries. used() and peak() are the tracker's (bytes).
+  POOLALLOC_FORWARD([[nodiscard]], call_and_sample, allocate)
+  POOLALLOC_FORWARD(, call_and_sample, deallocate)
+  POOLALLOC_FORWARD([[nodiscard]], call_and_sample, spawn)
+  POOLALLOC_FORWARD(, call_and_sample, despawn)
+  POOLALLOC_FORWARD_TYPED(call_and_sample, new_object)
+  POOLALLOC_FORWARD_TYPED(call_and_sample, new_array)
+  POOLALLOC_FORWARD(, call_and_sample, clear)
+  POOLALLOC_FORWARD(, call_and_sample, reset)
+  POOLALLOC_FORWARD(, call_and_sample, swap_buffers)
+  POOLALLOC_FORWARD(, call_and_sample, free_to_marker)
+  POOLALLOC_FORWARD(, call_and_sample, create)
+  POOLALLOC_FORWARD(, call_and_sample, destroy)
+  POOLALLOC_FORWARD(, call_and_sample, release)
+  POOLALLOC_FORWARD(, call_and_sample, grow)
+  POOLALLOC_FORWARD(, on_arena, compact)
+  POOLALLOC_FORWARD(, on_arena, shrink)
+  POOLALLOC_FORWARD(, on_arena, reserve)
+  POOLALLOC_FORWARD(, on_arena, set_leak_report)
+  POOLALLOC_FORWARD_QUERY(on_arena, get)
+  POOLALLOC_FORWARD_QUERY(on_arena, handle_of)
+  POOLALLOC_FORWARD_QUERY(on_arena, for_each)
+  POOLALLOC_FORWARD_QUERY(on_arena, leak_report)
+  POOLALLOC_FORWARD_QUERY(on_arena, size)
+  POOLALLOC_FORWARD_QUERY(on_arena, capacity)
+  POOLALLOC_FORWARD_QUERY(on_arena, chunk_count)
+  POOLALLOC_FORWARD_QUERY(on_arena, debug_checks)
+  POOLALLOC_FORWARD_QUERY(on_arena, reserved)
+  POOLALLOC_FORWARD_QUERY(on_arena, used_count)
+  POOLALLOC_FORWARD_QUERY(on_arena, free_count)
+  POOLALLOC_FORWARD_QUERY(on_arena, peak_used)
+  POOLALLOC_FORWARD_QUERY(on_arena, owns)
+  POOLALLOC_FORWARD_QUERY(on_arena, verify)
+  POOLALLOC_FORWARD_QUERY(on_arena, marker)
+  POOLALLOC_FORWARD_QUERY(on_arena, block_size)
+  POOLALLOC_FORWARD_QUERY(on_arena, alignment)
+  POOLALLOC_FORWARD_QUERY(on_arena, largest_block)
+  POOLALLOC_FORWARD_QUERY(on_arena, upstream)
+
+  // Names the tracker and, where it has a name, the arena.
+  void set_name(const char* name) {
+    BudgetRow::set_name(name);
+    if constexpr (requires { arena_->set_name(name); }) arena_->set_name(name);
   }
 
   // The largest usage seen during this frame (at its calls and now); the next frame starts.
   std::size_t end_frame() {
-    call_and_sample([](auto&) {});
-    std::size_t frame_peak = 0;
-    detail::with_arena(arena_, [&](auto&) { frame_peak = take_frame_peak(); });
-    return frame_peak;
+    sample();
+    return detail::with_arena(*arena_, [&](auto&) { return take_frame_peak(); });
   }
-
-  // The block size and alignment of an arena that has them (a FixedPool), for StlAllocator.
-  [[nodiscard]] std::size_t block_size() const requires requires(const Arena& arena) {
-    arena.block_size();
-  }
-  { return arena_.block_size(); }
-  [[nodiscard]] std::size_t alignment() const requires requires(const Arena& arena) {
-    arena.alignment();
-  }
-  { return arena_.alignment(); }
 
   // Samples the arena now, as a call through the tracker would: catches up with what was
   // allocated or freed on the arena directly (a pmr container on a PoolResource, a spawn on the
@@ -158,7 +182,7 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
     sample();
     return BudgetRow::over_budget_count();
   }
-  [[nodiscard]] Arena& arena() const { return arena_; }
+  [[nodiscard]] Arena& arena() const { return *arena_; }
 
   // The tracker's figures, then the arena's line: `Tracked "bullets" (budget 65536 B): 0 B used,
   // peak 8 B, over budget 0 times; Pool "bullets" (object 8 B): ...`, in decimal whatever the
@@ -170,7 +194,7 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
   {
     const detail::DecimalOutput decimal(out);
     tracked.sample();
-    return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << tracked.arena_;
+    return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << *tracked.arena_;
   }
 
  private:
@@ -180,23 +204,50 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
   // directly (a frame reset after end_frame(), a despawn on the pool), so that the call's rise
   // above the budget is judged against the usage it started from and counted. At most one of the
   // two samples rises: the second only from at most the budget. The callback runs after, outside
-  // that lock, free to use the tracker.
+  // that lock, free to use the tracker. Returns what call returns.
   template <class Call>
-  void call_and_sample(Call&& call) const {
+  decltype(auto) call_and_sample(Call&& call) const {
+    using Result = decltype(detail::with_arena(*arena_, call));
     std::size_t rose_to = 0;  // the usage that rose above the budget, which is never 0
-    detail::with_arena(arena_, [&](auto& arena) {
+    const auto sampled = [&](auto& arena) -> Result {
       const std::size_t used_before = detail::bytes_in_use(arena);
       if (record(used_before)) rose_to = used_before;
-      std::forward<Call>(call)(arena);
-      const std::size_t used_after = detail::bytes_in_use(arena);
-      if (record(used_after)) rose_to = used_after;
-    });
-    if (rose_to != 0) over_budget(rose_to);
+      const auto sample_after = [&] {
+        const std::size_t used_after = detail::bytes_in_use(arena);
+        if (record(used_after)) rose_to = used_after;
+      };
+      if constexpr (std::is_void_v<Result>) {
+        call(arena);
+        sample_after();
+      } else {
+        Result result = call(arena);
+        sample_after();
+        return result;
+      }
+    };
+    if constexpr (std::is_void_v<Result>) {
+      detail::with_arena(*arena_, sampled);
+      if (rose_to != 0) over_budget(rose_to);
+    } else {
+      Result result = detail::with_arena(*arena_, sampled);
+      if (rose_to != 0) over_budget(rose_to);
+      return result;
+    }
+  }
+
+  // The calls that change nothing the tracker counts, straight to the arena.
+  template <class Call>
+  decltype(auto) on_arena(Call&& call) {
+    return std::forward<Call>(call)(*arena_);
+  }
+  template <class Call>
+  decltype(auto) on_arena(Call&& call) const {
+    return std::forward<Call>(call)(std::as_const(*arena_));
   }
 
   static void sample_row(const BudgetRow& row) { static_cast<const Tracked&>(row).sample(); }
 
-  Arena& arena_;
+  Arena* arena_;  // null once moved from
 };
 
 // A std::pmr::memory_resource with a budget, so that pmr containers show in print_budgets(): it

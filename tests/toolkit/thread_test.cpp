@@ -24,6 +24,7 @@
 #include <string_view>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -330,6 +331,36 @@ TEST(TrackedResource, SharedByThreadsCountsEveryByteAndEveryRiseOnce) {
   EXPECT_EQ(tracked.over_budget_count(), std::size_t{kRounds});
   EXPECT_EQ(calls, kRounds);
   EXPECT_EQ(tracked.end_frame(), kAllHeld);
+}
+
+// The pool's interface, each call under the lock: threads resolve their handles through it.
+TEST(Synchronized, ForwardsTheArenasInterfaceUnderTheLock) {
+  poolalloc::Synchronized<poolalloc::Pool<std::uint64_t>> shared(kThreads * 100);
+  shared.set_name("shared ids");
+  on_threads([&](int t) {
+    for (int round = 0; round < 100; ++round) {
+      std::uint64_t* id = shared.spawn(static_cast<std::uint64_t>(t));
+      const poolalloc::Handle<std::uint64_t> handle = shared.handle_of(id);
+      ASSERT_EQ(shared.get(handle), id);
+      ASSERT_EQ(*shared.get(handle), static_cast<std::uint64_t>(t));
+      shared.despawn(handle);
+      ASSERT_EQ(shared.get(handle), nullptr);
+    }
+  });
+  EXPECT_EQ(shared.name(), "shared ids");
+  EXPECT_EQ(shared.size(), 0u);
+  EXPECT_EQ(shared.capacity(), std::size_t{kThreads} * 100);
+  (void)shared.spawn(std::uint64_t{5});
+  std::uint64_t sum = 0;
+  shared.for_each([&](std::uint64_t value) { sum += value; });
+  EXPECT_EQ(sum, 5u);
+  shared.clear();
+  EXPECT_EQ(std::as_const(shared).size(), 0u);
+  poolalloc::Synchronized<poolalloc::FrameAllocator> frame(1024);
+  EXPECT_NE(frame.new_object<std::uint64_t>(std::uint64_t{1}), nullptr);
+  EXPECT_EQ(frame.used(), 8u);
+  frame.reset();
+  EXPECT_EQ(frame.used(), 0u);
 }
 
 }  // namespace

@@ -106,15 +106,25 @@ class BudgetRow {
  protected:
   BudgetRow(std::size_t budget, OverBudget on_over_budget)
       : budget_(budget), on_over_budget_(std::move(on_over_budget)) {
+    join();
+  }
+  // A row of its own, last in the list, with the other's budget, callback, name and figures; the
+  // other leaves the list (its tracker is moved from).
+  BudgetRow(BudgetRow&& other) noexcept
+      : budget_(other.budget_),
+        on_over_budget_(std::move(other.on_over_budget_)),
+        sampled_used_(other.sampled_used()),
+        peak_(other.peak_.load(std::memory_order_relaxed)),
+        over_budget_count_(other.over_budget_count()),
+        frame_peak_(other.frame_peak_.load(std::memory_order_relaxed)) {
     const std::lock_guard lock(list_mutex_);
-    previous_ = last_;
-    (last_ != nullptr ? last_->next_ : first_) = this;
-    last_ = this;
+    name_ = other.name_;
+    other.leave();
+    join_locked();
   }
   ~BudgetRow() {
     const std::lock_guard lock(list_mutex_);
-    (previous_ != nullptr ? previous_->next_ : first_) = next_;
-    (next_ != nullptr ? next_->previous_ : last_) = previous_;
+    leave();
   }
 
   // Records a sample: the peaks, and a rise above the budget, counted; returns whether it rose.
@@ -171,6 +181,25 @@ class BudgetRow {
   }
 
  private:
+  void join() {
+    const std::lock_guard lock(list_mutex_);
+    join_locked();
+  }
+  void join_locked() {
+    previous_ = last_;
+    (last_ != nullptr ? last_->next_ : first_) = this;
+    last_ = this;
+    listed_ = true;
+  }
+  // Under the list's lock.
+  void leave() {
+    if (!listed_) return;
+    (previous_ != nullptr ? previous_->next_ : first_) = next_;
+    (next_ != nullptr ? next_->previous_ : last_) = previous_;
+    previous_ = next_ = nullptr;
+    listed_ = false;
+  }
+
   static void raise(std::atomic<std::size_t>& figure, std::size_t to) {
     std::size_t now = figure.load(std::memory_order_relaxed);
     while (now < to && !figure.compare_exchange_weak(now, to, std::memory_order_relaxed)) {
@@ -182,8 +211,8 @@ class BudgetRow {
   static inline BudgetRow* last_ = nullptr;
   static inline std::uint64_t sweeps_ = 0;  // sample_rows_of_this_thread() calls so far
 
-  const std::size_t budget_;
-  const OverBudget on_over_budget_;
+  std::size_t budget_;
+  OverBudget on_over_budget_;
   // The figures of the samples, which a tracker's queries take too (see record()).
   mutable std::atomic<std::size_t> sampled_used_{0};
   mutable std::atomic<std::size_t> peak_{0};
@@ -192,8 +221,9 @@ class BudgetRow {
   Name name_;
   BudgetRow* previous_ = nullptr;
   BudgetRow* next_ = nullptr;
-  // Under the list's lock: the thread the tracker was created on, its sampler, and the last sweep
-  // that sampled it.
+  bool listed_ = false;
+  // Under the list's lock: the thread the tracker was created (or moved into) on, its sampler, and
+  // the last sweep that sampled it.
   std::thread::id owner_ = std::this_thread::get_id();
   Sampler sampler_ = nullptr;
   std::uint64_t swept_ = 0;
