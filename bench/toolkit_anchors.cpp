@@ -8,10 +8,16 @@
 //   frame:   1,000 allocations of 8 to 256 bytes (one pseudo-random sequence of sizes, computed
 //            once), aligned to alignof(std::max_align_t), then everything given back at once;
 //            items are allocations.
+//   pmr map: a std::pmr::map<int, int> / std::pmr::unordered_map<int, int> on a memory_resource
+//            (PoolResource, or foonathan's memory_pool behind the same virtual calls): 10,000 keys
+//            inserted, looked up and erased, each in its own random order (the same keys for both);
+//            items are the 30,000 operations.
 // scripts/toolkit-anchors.sh turns the medians into ns per item and ratios to the toolkit's.
 #include <poolalloc/fixed_pool.hpp>
 #include <poolalloc/frame_allocator.hpp>
+#include <poolalloc/node_size.hpp>
 #include <poolalloc/object_pool.hpp>
+#include <poolalloc/pmr.hpp>
 #include <poolalloc/stack_allocator.hpp>
 
 #include <benchmark/benchmark.h>
@@ -25,11 +31,13 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory_resource>
 #include <new>
 #include <numeric>
 #include <random>
 #include <ranges>
+#include <unordered_map>
 #include <vector>
 
 #include "churn.hpp"
@@ -217,7 +225,89 @@ void frame_pmr_monotonic_buffer(benchmark::State& state) {
       [&] { resource.release(); });
 }
 
+// ---- pmr map -----------------------------------------------------------------------------------
+
+constexpr int kMapKeys = 10'000;
+
+// The keys' insertion, lookup and erase orders: three permutations of 0 .. kMapKeys - 1.
+const std::vector<std::vector<int>>& map_orders() {
+  static const std::vector<std::vector<int>> orders = [] {
+    std::mt19937 random(26);
+    std::vector<std::vector<int>> result(3, std::vector<int>(kMapKeys));
+    for (std::vector<int>& order : result) {
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), random);
+    }
+    return result;
+  }();
+  return orders;
+}
+
+// A fresh Map on `resource` each iteration: insert, look up and erase every key.
+template <class Map>
+void pmr_map(benchmark::State& state, std::pmr::memory_resource* resource) {
+  const std::vector<std::vector<int>>& orders = map_orders();
+  for (auto _ : state) {
+    Map map(resource);
+    for (int key : orders[0]) map.emplace(key, key);
+    long sum = 0;
+    for (int key : orders[1]) sum += map.find(key)->second;
+    benchmark::DoNotOptimize(sum);
+    for (int key : orders[2]) map.erase(key);
+  }
+  state.SetItemsProcessed(state.iterations() * 3 * kMapKeys);
+}
+
+// foonathan's memory_pool behind a std::pmr::memory_resource, as PoolResource is one: nodes from
+// the pool (sized for Map's nodes, 64 to its first block as PoolResource's chunks), anything else
+// (the buckets of an unordered_map) from new/delete.
+template <class Map>
+class FoonathanPoolResource final : public std::pmr::memory_resource {
+ public:
+  FoonathanPoolResource()
+      : pool_(poolalloc::node_layout<Map>().size,
+              Pool::min_block_size(poolalloc::node_layout<Map>().size, 64)) {}
+
+ private:
+  using Pool = foonathan::memory::memory_pool<foonathan::memory::node_pool>;
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (bytes <= pool_.node_size() && alignment <= alignof(std::max_align_t))
+      return pool_.allocate_node();
+    return std::pmr::new_delete_resource()->allocate(bytes, alignment);
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    if (bytes <= pool_.node_size() && alignment <= alignof(std::max_align_t))
+      return pool_.deallocate_node(p);
+    std::pmr::new_delete_resource()->deallocate(p, bytes, alignment);
+  }
+  bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+    return this == &other;
+  }
+  Pool pool_;
+};
+
+template <class Map>
+void pmr_map_pool_resource(benchmark::State& state) {
+  poolalloc::PoolResource resource;
+  pmr_map<Map>(state, &resource);
+}
+
+template <class Map>
+void pmr_map_foonathan_memory_pool(benchmark::State& state) {
+  FoonathanPoolResource<Map> resource;
+  pmr_map<Map>(state, &resource);
+}
+
+using PmrMap = std::pmr::map<int, int>;
+using PmrUnorderedMap = std::pmr::unordered_map<int, int>;
+
 }  // namespace
+
+BENCHMARK(pmr_map_pool_resource<PmrMap>)->Name("pmr_map_pool_resource");
+BENCHMARK(pmr_map_foonathan_memory_pool<PmrMap>)->Name("pmr_map_foonathan_memory_pool");
+BENCHMARK(pmr_map_pool_resource<PmrUnorderedMap>)->Name("pmr_unordered_map_pool_resource");
+BENCHMARK(pmr_map_foonathan_memory_pool<PmrUnorderedMap>)
+    ->Name("pmr_unordered_map_foonathan_memory_pool");
 
 BENCHMARK(churn_pool);
 BENCHMARK(churn_fixed_pool);

@@ -3,7 +3,7 @@
 # as a markdown table: workload | contender | ns per item | ratio (contender / the toolkit's).
 # Benchmarks run interleaved in random order, REPETITIONS times (default 9); figures are medians
 # of CPU time per item: a spawn+despawn pair (churn), a live object (iterate), an allocation
-# (frame, its reset included). BENCHMARK_ARGS adds arguments (a --benchmark_filter, say).
+# (frame, its reset included), an insert, lookup or erase (pmr map). BENCHMARK_ARGS adds arguments (a --benchmark_filter, say).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build="$root/build-bench"  # CMakePresets.json: preset toolkit-bench
@@ -51,6 +51,13 @@ groups = [
         ("foonathan memory_stack (unwind)", "frame_foonathan_memory_stack"),
         ("std::pmr::monotonic_buffer_resource over a buffer (release)",
          "frame_pmr_monotonic_buffer")]),
+    ("pmr map: 10,000 keys inserted, looked up, erased", [
+        ("poolalloc PoolResource", "pmr_map_pool_resource"),
+        ("foonathan memory_pool behind a memory_resource", "pmr_map_foonathan_memory_pool")]),
+    ("pmr unordered_map: 10,000 keys inserted, looked up, erased", [
+        ("poolalloc PoolResource", "pmr_unordered_map_pool_resource"),
+        ("foonathan memory_pool behind a memory_resource",
+         "pmr_unordered_map_foonathan_memory_pool")]),
 ]
 
 context = data["context"]

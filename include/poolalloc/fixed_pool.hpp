@@ -78,6 +78,18 @@ class FixedPool {
   }
   FixedPool(const FixedPool&) = delete;
   FixedPool& operator=(const FixedPool&) = delete;
+  // A move takes the blocks, the memory, the figures, the name and the leak report along: blocks
+  // handed out stay valid, and go back to the pool moved into. The pool moved from is as after
+  // release(): empty (capacity 0, allocate nullptr) until created again. Move assignment first
+  // destroys what the pool held, as destroy() does (the leak list under debug checks).
+  FixedPool(FixedPool&& other) noexcept { take(other); }
+  FixedPool& operator=(FixedPool&& other) noexcept {
+    if (this != &other) {
+      destroy();
+      take(other);
+    }
+    return *this;
+  }
   ~FixedPool() { destroy(); }
 
   // Over memory the pool allocates. False (and an empty pool) for a zero size or count, an
@@ -274,6 +286,26 @@ class FixedPool {
     detail::AllocationBits allocated;
     std::uint32_t guarded = 0;  // blocks [0, guarded) have had their guard bytes written
   };
+
+  // The move: this pool, empty, takes all of other's, and other is left as after release().
+  void take(FixedPool& other) noexcept {
+    chunks_ = std::move(other.chunks_);
+    other.chunks_.clear();
+    current_ = other.current_;
+    current_index_ = other.current_index_;
+    owned_layout_ = other.owned_layout_;
+    caller_layout_ = other.caller_layout_;
+    alignment_ = other.alignment_;
+    capacity_ = other.capacity_;
+    used_elsewhere_ = other.used_elsewhere_;
+    peak_used_ = other.peak_used_;
+    current_peak_ = other.current_peak_;
+    growth_ = other.growth_;
+    debug_ = other.debug_;
+    leak_report_ = other.leak_report_;
+    name_ = other.name_;
+    other.release();
+  }
 
   bool configure(std::size_t block_size, std::size_t alignment, Growth growth, DebugChecks debug) {
     const auto owned = detail::block_layout(block_size, alignment, debug == DebugChecks::on);

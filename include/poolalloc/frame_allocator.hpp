@@ -4,8 +4,9 @@
 // DoubleBufferedFrameAllocator keeps two of them, so memory allocated during one frame stays
 // valid through the next (for data handed from one frame to the one after it).
 // allocate(), new_object<T>() and new_array<T>() are O(1) and return nullptr when the frame is
-// full, whatever the size or alignment. Over owned memory or the caller's. A move takes the
-// memory along and leaves the source empty. Memory given back is poisoned under
+// full, whatever the size or alignment. Over owned memory or the caller's; one whose memory
+// cannot be had (a huge capacity) has capacity 0 and allocates nullptr, and nothing throws. A move
+// takes the memory along and leaves the source empty. Memory given back is poisoned under
 // AddressSanitizer and, with debug checks, filled and checked when handed out again
 // (detail/bump_region.hpp).
 // Not thread-safe, by choice: use one per thread.
@@ -49,7 +50,12 @@ class DoubleBufferedFrameAllocator {
  public:
   explicit DoubleBufferedFrameAllocator(std::size_t bytes_per_frame,
                                         DebugChecks debug = kDefaultDebugChecks)
-      : frames_{FrameAllocator(bytes_per_frame, debug), FrameAllocator(bytes_per_frame, debug)} {}
+      : frames_{FrameAllocator(bytes_per_frame, debug), FrameAllocator(bytes_per_frame, debug)} {
+    // Both frames or neither: a frame that could not have its memory empties the other.
+    if (frames_[0].capacity() != frames_[1].capacity()) {
+      for (FrameAllocator& frame : frames_) frame = FrameAllocator(nullptr, 0, debug);
+    }
+  }
 
   [[nodiscard]] void* allocate(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
     return current().allocate(size, align);

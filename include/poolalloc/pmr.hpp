@@ -10,10 +10,11 @@
 //   if it has one, deallocate(p, size, align)), so std::vector<T, StlAllocator<T, Arena>> works;
 //   or over a FixedPool (or a Tracked or Synchronized one), one T at a time, for node containers
 //   (std::list, std::map, ...).
+// - SynchronizedPoolResource: a PoolResource behind a lock, for pmr containers on several threads.
 //
 // Exhaustion throws std::bad_alloc, as these interfaces require; a PoolResource whose chunks
 // could never be allocated throws when it is constructed. With exceptions off, each of these
-// reports and aborts instead. Not thread-safe, by choice.
+// reports and aborts instead. Not thread-safe, by choice, but for SynchronizedPoolResource.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "detail/exceptions.hpp"
@@ -34,6 +36,7 @@
 #include "fixed_pool.hpp"
 #include "frame_allocator.hpp"
 #include "stack_allocator.hpp"
+#include "synchronized.hpp"
 
 namespace poolalloc {
 
@@ -54,12 +57,36 @@ class PoolResource final : public std::pmr::memory_resource {
       : largest_block_(
             std::bit_ceil(std::clamp(largest_block, kSmallestBlock, kLargestBlockLimit))),
         blocks_per_chunk_(checked_blocks_per_chunk(blocks_per_chunk, largest_block_, debug)),
-        pools_(std::make_unique<FixedPool[]>(pool_index(largest_block_) + 1)),
         upstream_(upstream),
         debug_(debug) {}
 
   PoolResource(const PoolResource&) = delete;
   PoolResource& operator=(const PoolResource&) = delete;
+  // A move takes the pools, the blocks upstream, used() and the name along: blocks handed out stay
+  // valid, and are given back to the resource moved into. The one moved from is as after
+  // release(), with its settings: empty, and usable. A pmr container keeps its resource's
+  // address, so move a resource only while no container holds its blocks (or give the blocks
+  // back through the resource moved into). Move assignment first gives back every block of the
+  // target, as release() does.
+  PoolResource(PoolResource&& other) noexcept
+      : std::pmr::memory_resource(other),
+        largest_block_(other.largest_block_),
+        blocks_per_chunk_(other.blocks_per_chunk_),
+        upstream_(other.upstream_),
+        debug_(other.debug_) {
+    take(other);
+  }
+  PoolResource& operator=(PoolResource&& other) noexcept {
+    if (this != &other) {
+      release();
+      largest_block_ = other.largest_block_;
+      blocks_per_chunk_ = other.blocks_per_chunk_;
+      upstream_ = other.upstream_;
+      debug_ = other.debug_;
+      take(other);
+    }
+    return *this;
+  }
   ~PoolResource() override { release(); }
 
   // Gives back every block, pooled or upstream, whether or not it was deallocated, as
@@ -121,6 +148,15 @@ class PoolResource final : public std::pmr::memory_resource {
     std::size_t bytes;
     std::size_t alignment;
   };
+
+  // The move's blocks and figures; other is left as after release().
+  void take(PoolResource& other) noexcept {
+    for (std::size_t i = 0; i < pool_count(); ++i) pools_[i] = std::move(other.pools_[i]);
+    upstream_blocks_ = std::move(other.upstream_blocks_);
+    other.upstream_blocks_.clear();
+    used_ = std::exchange(other.used_, 0);
+    name_ = other.name_;
+  }
 
   // The pool of the largest blocks has the largest chunks: if its first chunk is within the
   // limit, every pool's is.
@@ -196,13 +232,20 @@ class PoolResource final : public std::pmr::memory_resource {
 
   std::size_t largest_block_;
   std::size_t blocks_per_chunk_;
-  std::unique_ptr<FixedPool[]> pools_;  // pools_[i] holds blocks of kSmallestBlock << i bytes
+  // pools_[i] holds blocks of kSmallestBlock << i bytes. In the resource, so that constructing
+  // it takes no memory: it cannot fail for want of some.
+  FixedPool pools_[std::countr_zero(kLargestBlockLimit / kSmallestBlock) + 1];
   std::pmr::memory_resource* upstream_;
   std::vector<UpstreamBlock> upstream_blocks_;  // to give back on release()
   std::size_t used_ = 0;
   DebugChecks debug_;
   detail::Name name_;
 };
+
+// A PoolResource behind a lock, as std::pmr::synchronized_pool_resource is an
+// unsynchronized_pool_resource behind one: a memory_resource that pmr containers on several
+// threads may share. with_lock(f) reaches the resource's queries and release().
+using SynchronizedPoolResource = Synchronized<PoolResource>;
 
 // A memory_resource over an arena with allocate(size, align) that returns nullptr when full.
 template <class Arena>

@@ -7,8 +7,9 @@
 // A marker of another stack (one moved from or destroyed included, whatever memory it had), one
 // above the top, and one that the last free went below are reported and abort. allocate(),
 // new_object<T>() and new_array<T>() are O(1) and return nullptr when the stack is full, whatever
-// the size or alignment. Over owned memory or the caller's. A move takes the memory, and the
-// markers' validity, along and leaves the source empty. Memory given back is poisoned under
+// the size or alignment. Over owned memory or the caller's; one whose memory cannot be had (a
+// huge capacity) has capacity 0 and allocates nullptr, and nothing throws. A move takes the memory,
+// and the markers' validity, along and leaves the source empty. Memory given back is poisoned under
 // AddressSanitizer and, with debug checks, filled and checked when handed out again
 // (detail/bump_region.hpp). Not thread-safe, by choice: use one per thread.
 #pragma once

@@ -10,6 +10,8 @@
 //   poolalloc::Synchronized<poolalloc::Pool<Bullet>> bullets(1024);  // Pool<Bullet>(1024)
 //   Bullet* b = bullets.spawn(x, y);                                  // from any thread
 //   bullets.with_lock([](auto& pool) { pool.for_each(draw); });
+//   poolalloc::Synchronized<poolalloc::PoolResource> shared;         // a memory_resource
+//   std::pmr::vector<int> ids(&shared);                               // on any thread
 #pragma once
 
 #include <cstddef>
@@ -17,53 +19,66 @@
 #include <ostream>
 #include <utility>
 
+#include "detail/forward.hpp"
+#include "detail/resource_of.hpp"
+
 namespace poolalloc {
 
+// Over a std::pmr::memory_resource (a PoolResource: SynchronizedPoolResource), it is a
+// memory_resource too, as std::pmr::synchronized_pool_resource is: pmr containers on several
+// threads may share it.
 template <class Arena>
-class Synchronized {
+class Synchronized : public detail::ResourceBase<Arena, Synchronized<Arena>> {
  public:
   // Constructs the arena from the arena's own constructor arguments.
   template <class... Args>
   explicit Synchronized(Args&&... args) : arena_(std::forward<Args>(args)...) {}
 
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
-  [[nodiscard]] auto* allocate(Args&&... args) {
-    const std::lock_guard lock(mutex_);
-    return arena_.allocate(std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.deallocate(std::forward<Args>(args)...); }
-  void deallocate(Args&&... args) {
-    const std::lock_guard lock(mutex_);
-    arena_.deallocate(std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.spawn(std::forward<Args>(args)...); }
-  [[nodiscard]] auto* spawn(Args&&... args) {
-    const std::lock_guard lock(mutex_);
-    return arena_.spawn(std::forward<Args>(args)...);
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.despawn(std::forward<Args>(args)...); }
-  void despawn(Args&&... args) {
-    const std::lock_guard lock(mutex_);
-    arena_.despawn(std::forward<Args>(args)...);
-  }
-
-  // A FixedPool's block size and alignment, read under the lock (what StlAllocator asks).
-  [[nodiscard]] std::size_t block_size() const requires requires(const Arena& arena) {
-    arena.block_size();
-  }
-  {
-    return with_lock([](const Arena& arena) { return arena.block_size(); });
-  }
-  [[nodiscard]] std::size_t alignment() const requires requires(const Arena& arena) {
-    arena.alignment();
-  }
-  {
-    return with_lock([](const Arena& arena) { return arena.alignment(); });
-  }
+  // The arena's interface, each call under the lock, where the arena has it (detail/forward.hpp):
+  // allocate, deallocate, spawn, despawn, get, handle_of, for_each, clear, compact, set_name, the
+  // queries, reset, marker, release, ... (make_unique is left out: its pointer would despawn on
+  // the arena, around the lock). A FixedPool's block size and alignment are what StlAllocator asks.
+  POOLALLOC_FORWARD([[nodiscard]], with_lock, allocate)
+  POOLALLOC_FORWARD(, with_lock, deallocate)
+  POOLALLOC_FORWARD([[nodiscard]], with_lock, spawn)
+  POOLALLOC_FORWARD(, with_lock, despawn)
+  POOLALLOC_FORWARD_TYPED(with_lock, new_object)
+  POOLALLOC_FORWARD_TYPED(with_lock, new_array)
+  POOLALLOC_FORWARD(, with_lock, clear)
+  POOLALLOC_FORWARD(, with_lock, compact)
+  POOLALLOC_FORWARD(, with_lock, shrink)
+  POOLALLOC_FORWARD(, with_lock, reserve)
+  POOLALLOC_FORWARD(, with_lock, create)
+  POOLALLOC_FORWARD(, with_lock, destroy)
+  POOLALLOC_FORWARD(, with_lock, release)
+  POOLALLOC_FORWARD(, with_lock, grow)
+  POOLALLOC_FORWARD(, with_lock, reset)
+  POOLALLOC_FORWARD(, with_lock, swap_buffers)
+  POOLALLOC_FORWARD(, with_lock, free_to_marker)
+  POOLALLOC_FORWARD(, with_lock, set_name)
+  POOLALLOC_FORWARD(, with_lock, set_leak_report)
+  POOLALLOC_FORWARD_QUERY(with_lock, get)
+  POOLALLOC_FORWARD_QUERY(with_lock, handle_of)
+  POOLALLOC_FORWARD_QUERY(with_lock, for_each)
+  POOLALLOC_FORWARD_QUERY(with_lock, name)
+  POOLALLOC_FORWARD_QUERY(with_lock, leak_report)
+  POOLALLOC_FORWARD_QUERY(with_lock, size)
+  POOLALLOC_FORWARD_QUERY(with_lock, capacity)
+  POOLALLOC_FORWARD_QUERY(with_lock, peak)
+  POOLALLOC_FORWARD_QUERY(with_lock, chunk_count)
+  POOLALLOC_FORWARD_QUERY(with_lock, debug_checks)
+  POOLALLOC_FORWARD_QUERY(with_lock, used)
+  POOLALLOC_FORWARD_QUERY(with_lock, reserved)
+  POOLALLOC_FORWARD_QUERY(with_lock, used_count)
+  POOLALLOC_FORWARD_QUERY(with_lock, free_count)
+  POOLALLOC_FORWARD_QUERY(with_lock, peak_used)
+  POOLALLOC_FORWARD_QUERY(with_lock, owns)
+  POOLALLOC_FORWARD_QUERY(with_lock, verify)
+  POOLALLOC_FORWARD_QUERY(with_lock, marker)
+  POOLALLOC_FORWARD_QUERY(with_lock, block_size)
+  POOLALLOC_FORWARD_QUERY(with_lock, alignment)
+  POOLALLOC_FORWARD_QUERY(with_lock, largest_block)
+  POOLALLOC_FORWARD_QUERY(with_lock, upstream)
 
   // Runs f(arena) under the lock, for anything else the arena offers; returns what f returns.
   template <class F>

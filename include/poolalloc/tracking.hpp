@@ -24,11 +24,14 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "detail/budget_registry.hpp"
+#include "detail/forward.hpp"
 #include "detail/malloc_tags.hpp"
 #include "detail/printing.hpp"
+#include "detail/resource_of.hpp"
 #include "fixed_pool.hpp"
 #include "object_pool.hpp"
 #include "synchronized.hpp"
@@ -68,71 +71,118 @@ inline std::ostream& write_budget(std::ostream& out, std::string_view kind, cons
          << " B, over budget " << over << (over == 1 ? " time" : " times");
 }
 
-// Runs f(arena); over a Synchronized arena, f(its arena) under its lock.
+// Runs f(arena); over a Synchronized arena, f(its arena) under its lock. Returns what f returns.
 template <class Arena, class F>
-void with_arena(Arena& arena, F&& f) {
-  std::forward<F>(f)(arena);
+decltype(auto) with_arena(Arena& arena, F&& f) {
+  return std::forward<F>(f)(arena);
 }
 template <class Arena, class F>
-void with_arena(Synchronized<Arena>& arena, F&& f) {
-  arena.with_lock(std::forward<F>(f));
+decltype(auto) with_arena(Synchronized<Arena>& arena, F&& f) {
+  return arena.with_lock(std::forward<F>(f));
 }
 }  // namespace detail
 
+// Over a std::pmr::memory_resource (a PoolResource), it is a memory_resource too: pmr containers
+// given the tracker allocate through it, each call sampled.
 template <class Arena>
-class Tracked final : public detail::BudgetRow {
+class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public detail::BudgetRow {
  public:
   Tracked(Arena& arena, std::size_t budget_bytes, OverBudget on_over_budget = {})
-      : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(arena) {
-    call_and_sample([](auto&) {});
+      : BudgetRow(budget_bytes, std::move(on_over_budget)), arena_(&arena) {
+    sample();
+    set_sampler(&sample_row);
   }
+  // The tracker moved into takes the arena, the budget, the callback, the name and the figures,
+  // with a row of its own in print_budgets(); the one moved from tracks no arena and leaves the
+  // table: it may only be destroyed. Not while a call through the tracker runs (from its callback
+  // or from an object's constructor or destructor), which would go on in the one moved from.
+  Tracked(Tracked&& other) noexcept
+      : detail::ResourceBase<Arena, Tracked<Arena>>(other),
+        BudgetRow(std::move(other)),
+        arena_(std::exchange(other.arena_, nullptr)) {
+    other.set_sampler(nullptr);
+    set_sampler(&sample_row);
+  }
+  Tracked& operator=(Tracked&&) = delete;
+  ~Tracked() { set_sampler(nullptr); }
 
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.allocate(std::forward<Args>(args)...); }
-  [[nodiscard]] auto* allocate(Args&&... args) {
-    decltype(arena_.allocate(std::forward<Args>(args)...)) result = nullptr;
-    call_and_sample([&](auto& arena) { result = arena.allocate(std::forward<Args>(args)...); });
-    return result;
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.deallocate(std::forward<Args>(args)...); }
-  void deallocate(Args&&... args) {
-    call_and_sample([&](auto& arena) { arena.deallocate(std::forward<Args>(args)...); });
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.spawn(std::forward<Args>(args)...); }
-  [[nodiscard]] auto* spawn(Args&&... args) {
-    decltype(arena_.spawn(std::forward<Args>(args)...)) result = nullptr;
-    call_and_sample([&](auto& arena) { result = arena.spawn(std::forward<Args>(args)...); });
-    return result;
-  }
-  template <class... Args>
-  requires requires(Arena& arena, Args&&... args) { arena.despawn(std::forward<Args>(args)...); }
-  void despawn(Args&&... args) {
-    call_and_sample([&](auto& arena) { arena.despawn(std::forward<Args>(args)...); });
+  // The arena's interface where the arena has it (detail/forward.hpp). The calls that change what
+  // it holds are sampled as allocate is: allocate, deallocate, spawn, despawn, new_object,
+  // new_array, clear, reset, swap_buffers, free_to_marker, create, destroy, release, grow. The
+  // others go straight to the arena (under its lock, over a Synchronized one): get, handle_of,
+  // for_each, compact, shrink, marker, the queries. used() and peak() are the tracker's (bytes).
+  POOLALLOC_FORWARD([[nodiscard]], call_and_sample, allocate)
+  POOLALLOC_FORWARD(, call_and_sample, deallocate)
+  POOLALLOC_FORWARD([[nodiscard]], call_and_sample, spawn)
+  POOLALLOC_FORWARD(, call_and_sample, despawn)
+  POOLALLOC_FORWARD_TYPED(call_and_sample, new_object)
+  POOLALLOC_FORWARD_TYPED(call_and_sample, new_array)
+  POOLALLOC_FORWARD(, call_and_sample, clear)
+  POOLALLOC_FORWARD(, call_and_sample, reset)
+  POOLALLOC_FORWARD(, call_and_sample, swap_buffers)
+  POOLALLOC_FORWARD(, call_and_sample, free_to_marker)
+  POOLALLOC_FORWARD(, call_and_sample, create)
+  POOLALLOC_FORWARD(, call_and_sample, destroy)
+  POOLALLOC_FORWARD(, call_and_sample, release)
+  POOLALLOC_FORWARD(, call_and_sample, grow)
+  POOLALLOC_FORWARD(, on_arena, compact)
+  POOLALLOC_FORWARD(, on_arena, shrink)
+  POOLALLOC_FORWARD(, on_arena, reserve)
+  POOLALLOC_FORWARD(, on_arena, set_leak_report)
+  POOLALLOC_FORWARD_QUERY(on_arena, get)
+  POOLALLOC_FORWARD_QUERY(on_arena, handle_of)
+  POOLALLOC_FORWARD_QUERY(on_arena, for_each)
+  POOLALLOC_FORWARD_QUERY(on_arena, leak_report)
+  POOLALLOC_FORWARD_QUERY(on_arena, size)
+  POOLALLOC_FORWARD_QUERY(on_arena, capacity)
+  POOLALLOC_FORWARD_QUERY(on_arena, chunk_count)
+  POOLALLOC_FORWARD_QUERY(on_arena, debug_checks)
+  POOLALLOC_FORWARD_QUERY(on_arena, reserved)
+  POOLALLOC_FORWARD_QUERY(on_arena, used_count)
+  POOLALLOC_FORWARD_QUERY(on_arena, free_count)
+  POOLALLOC_FORWARD_QUERY(on_arena, peak_used)
+  POOLALLOC_FORWARD_QUERY(on_arena, owns)
+  POOLALLOC_FORWARD_QUERY(on_arena, verify)
+  POOLALLOC_FORWARD_QUERY(on_arena, marker)
+  POOLALLOC_FORWARD_QUERY(on_arena, block_size)
+  POOLALLOC_FORWARD_QUERY(on_arena, alignment)
+  POOLALLOC_FORWARD_QUERY(on_arena, largest_block)
+  POOLALLOC_FORWARD_QUERY(on_arena, upstream)
+
+  // Names the tracker and, where it has a name, the arena.
+  void set_name(const char* name) {
+    BudgetRow::set_name(name);
+    if constexpr (requires { arena_->set_name(name); }) arena_->set_name(name);
   }
 
   // The largest usage seen during this frame (at its calls and now); the next frame starts.
   std::size_t end_frame() {
+    sample();
+    return detail::with_arena(*arena_, [&](auto&) { return take_frame_peak(); });
+  }
+
+  // Samples the arena now, as a call through the tracker would: catches up with what was
+  // allocated or freed on the arena directly (a pmr container on a PoolResource, a spawn on the
+  // pool), counting and calling back a rise above the budget.
+  void sample() const {
     call_and_sample([](auto&) {});
-    std::size_t frame_peak = 0;
-    detail::with_arena(arena_, [&](auto&) { frame_peak = take_frame_peak(); });
-    return frame_peak;
   }
 
-  // The block size and alignment of an arena that has them (a FixedPool), for StlAllocator.
-  [[nodiscard]] std::size_t block_size() const requires requires(const Arena& arena) {
-    arena.block_size();
+  // The figures, each after a sample: whatever path the memory took, the peak is never below the
+  // usage, and a usage above the budget has been counted.
+  [[nodiscard]] std::size_t used() const {
+    sample();
+    return sampled_used();
   }
-  { return arena_.block_size(); }
-  [[nodiscard]] std::size_t alignment() const requires requires(const Arena& arena) {
-    arena.alignment();
+  [[nodiscard]] std::size_t peak() const {
+    sample();
+    return BudgetRow::peak();
   }
-  { return arena_.alignment(); }
-
-  // The arena's bytes in use now; print_budgets() shows them as of the last sample.
-  [[nodiscard]] std::size_t used() const { return detail::bytes_in_use(arena_); }
-  [[nodiscard]] Arena& arena() const { return arena_; }
+  [[nodiscard]] std::size_t over_budget_count() const {
+    sample();
+    return BudgetRow::over_budget_count();
+  }
+  [[nodiscard]] Arena& arena() const { return *arena_; }
 
   // The tracker's figures, then the arena's line: `Tracked "bullets" (budget 65536 B): 0 B used,
   // peak 8 B, over budget 0 times; Pool "bullets" (object 8 B): ...`, in decimal whatever the
@@ -143,7 +193,8 @@ class Tracked final : public detail::BudgetRow {
   }
   {
     const detail::DecimalOutput decimal(out);
-    return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << tracked.arena_;
+    tracked.sample();
+    return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << *tracked.arena_;
   }
 
  private:
@@ -153,28 +204,59 @@ class Tracked final : public detail::BudgetRow {
   // directly (a frame reset after end_frame(), a despawn on the pool), so that the call's rise
   // above the budget is judged against the usage it started from and counted. At most one of the
   // two samples rises: the second only from at most the budget. The callback runs after, outside
-  // that lock, free to use the tracker.
+  // that lock, free to use the tracker. Returns what call returns.
   template <class Call>
-  void call_and_sample(Call&& call) {
+  decltype(auto) call_and_sample(Call&& call) const {
+    using Result = decltype(detail::with_arena(*arena_, call));
     std::size_t rose_to = 0;  // the usage that rose above the budget, which is never 0
-    detail::with_arena(arena_, [&](auto& arena) {
+    const auto sampled = [&](auto& arena) -> Result {
       const std::size_t used_before = detail::bytes_in_use(arena);
       if (record(used_before)) rose_to = used_before;
-      std::forward<Call>(call)(arena);
-      const std::size_t used_after = detail::bytes_in_use(arena);
-      if (record(used_after)) rose_to = used_after;
-    });
-    if (rose_to != 0) over_budget(rose_to);
+      const auto sample_after = [&] {
+        const std::size_t used_after = detail::bytes_in_use(arena);
+        if (record(used_after)) rose_to = used_after;
+      };
+      if constexpr (std::is_void_v<Result>) {
+        call(arena);
+        sample_after();
+      } else {
+        Result result = call(arena);
+        sample_after();
+        return result;
+      }
+    };
+    if constexpr (std::is_void_v<Result>) {
+      detail::with_arena(*arena_, sampled);
+      if (rose_to != 0) over_budget(rose_to);
+    } else {
+      Result result = detail::with_arena(*arena_, sampled);
+      if (rose_to != 0) over_budget(rose_to);
+      return result;
+    }
   }
 
-  Arena& arena_;
+  // The calls that change nothing the tracker counts, straight to the arena.
+  template <class Call>
+  decltype(auto) on_arena(Call&& call) {
+    return std::forward<Call>(call)(*arena_);
+  }
+  template <class Call>
+  decltype(auto) on_arena(Call&& call) const {
+    return std::forward<Call>(call)(std::as_const(*arena_));
+  }
+
+  static void sample_row(const BudgetRow& row) { static_cast<const Tracked&>(row).sample(); }
+
+  Arena* arena_;  // null once moved from
 };
 
 // A std::pmr::memory_resource with a budget, so that pmr containers show in print_budgets(): it
 // forwards to any upstream resource (a PoolResource, a FrameResource, new_delete_resource(), a
 // monotonic_buffer_resource), counts the bytes requested through it and not yet deallocated, and
-// samples that count after each call as Tracked does. Single-threaded, as the toolkit's
-// allocators are; its upstream may be shared with other users.
+// samples that count after each call as Tracked does. Threads may share it (over an upstream that
+// they may share: a SynchronizedPoolResource, new_delete_resource()): its count, peaks and
+// over-budget count are atomics changed by read-modify-writes, each byte and each rise above the
+// budget counted once; the callback runs on the thread whose call rose above the budget.
 //
 //   poolalloc::TrackedResource ui_budget(&pool_resource, 64 * 1024);
 //   std::pmr::vector<Widget> widgets(&ui_budget);
@@ -185,10 +267,7 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
       : BudgetRow(budget_bytes, std::move(on_over_budget)), upstream_(upstream) {}
 
   // The largest usage seen during this frame; the next frame starts.
-  std::size_t end_frame() {
-    sample(used());
-    return take_frame_peak();
-  }
+  std::size_t end_frame() { return take_frame_peak(); }
 
   // Bytes requested through this resource and not yet deallocated: every change is sampled.
   [[nodiscard]] std::size_t used() const { return sampled_used(); }
@@ -203,27 +282,33 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment) override {
     void* p = upstream_->allocate(bytes, alignment);
-    sample(used() + bytes);
+    if (const std::size_t rose_to = record_rise(bytes); rose_to != 0) over_budget(rose_to);
     return p;
   }
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
     upstream_->deallocate(p, bytes, alignment);
-    sample(used() - bytes);
+    record_fall(bytes);
   }
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
     return this == &other;
   }
 
-  void sample(std::size_t used_now) {
-    if (record(used_now)) over_budget(used_now);
-  }
-
   std::pmr::memory_resource* upstream_;
 };
 
-// One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used at its last
-// sample, peak, budget, and how many times usage rose above the budget. The per-frame memory report
-// of a debug overlay; safe while trackers on other threads come, go and sample. The name column
+// Samples the arena of every Tracked created on the calling thread, as its sample() does: what
+// was allocated or freed on the arenas directly shows in their figures (and a rise above a budget
+// is counted and called back, on this thread). The arenas of other threads' trackers are theirs
+// to read: each thread samples its own (this, a call through the tracker, end_frame()).
+inline void sample_budgets() {
+  detail::BudgetRow::sample_rows_of_this_thread();
+}
+
+// One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used, peak,
+// budget, and how many times usage rose above the budget, after sample_budgets(): the figures of
+// the calling thread's trackers are their arenas' at the moment it prints, those of other
+// threads' trackers their last sample. The per-frame memory report of a debug overlay; safe
+// while trackers on other threads come, go and sample. The name column
 // fits the longest name a tracker keeps, so that every name leaves the columns aligned. In decimal
 // padded with spaces, whatever the stream was left in; the stream is left as it was.
 // In a program that runs on the drop-in malloc (linked or preloaded, detail/malloc_tags.hpp), a
@@ -231,6 +316,7 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 // ("-" when it has none) and how many times it went over it (poolalloc_tag_set_budget). A tag's
 // name longer than the column pushes the figures of its line along.
 inline void print_budgets(std::ostream& out) {
+  detail::BudgetRow::sample_rows_of_this_thread();
   const detail::DecimalOutput decimal(out);
   constexpr int name_width = static_cast<int>(detail::Name::kMaxLength) + 1;
   // Every column after the name starts with a space, so that a figure wider than its column (a

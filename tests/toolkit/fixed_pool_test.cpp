@@ -773,4 +773,47 @@ TEST_F(FixedPoolDebugDeathTest, DoubleFreeInACallerChunkOfAnOwningPoolAborts) {
                                            ", which is already free \\(double free\\)");
 }
 
+// As Pool<T>'s move: the blocks stay where they are, valid, and go back to the pool moved into;
+// the pool moved from is as after release(), usable once created again.
+TEST(FixedPoolMove, BlocksStayValidAndTheMovedFromPoolIsEmptyUntilCreatedAgain) {
+  FixedPool pool(64, 4, 16, Growth::growable);
+  pool.set_name("bullets");
+  std::vector<void*> blocks;
+  for (int i = 0; i < 6; ++i) blocks.push_back(pool.allocate());  // two chunks
+  std::memset(blocks[5], 0x42, 64);
+  FixedPool moved(std::move(pool));
+  EXPECT_EQ(moved.capacity(), 8u);
+  EXPECT_EQ(moved.used_count(), 6u);
+  EXPECT_EQ(moved.peak_used(), 6u);
+  EXPECT_EQ(moved.name(), "bullets");
+  EXPECT_EQ(static_cast<unsigned char*>(blocks[5])[63], 0x42);
+  for (void* block : blocks) EXPECT_TRUE(moved.owns(block));
+  EXPECT_EQ(pool.capacity(), 0u);  // NOLINT(bugprone-use-after-move): the moved-from state
+  EXPECT_EQ(pool.allocate(), nullptr);
+  EXPECT_FALSE(pool.owns(blocks[0]));
+  for (void* block : blocks) moved.deallocate(block);
+  EXPECT_EQ(moved.used_count(), 0u);
+  ASSERT_TRUE(pool.create(32, 2));
+  EXPECT_NE(pool.allocate(), nullptr);
+}
+
+TEST(FixedPoolMove, MoveAssignmentGivesBackWhatThePoolHeldAndTakesTheOther) {
+  FixedPool target(32, 8);
+  (void)target.allocate();
+  FixedPool source(64, 4);
+  void* block = source.allocate();
+  target = std::move(source);
+  EXPECT_EQ(target.block_size(), 64u);
+  EXPECT_EQ(target.capacity(), 4u);
+  EXPECT_EQ(target.used_count(), 1u);
+  EXPECT_TRUE(target.owns(block));
+  target.deallocate(block);
+  std::vector<FixedPool> pools;  // a vector of pools moves them as it grows
+  for (int i = 0; i < 8; ++i) {
+    pools.emplace_back(16, 4);
+    (void)pools.back().allocate();
+  }
+  for (const FixedPool& p : pools) EXPECT_EQ(p.used_count(), 1u);
+}
+
 }  // namespace

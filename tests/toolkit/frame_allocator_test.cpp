@@ -1,7 +1,9 @@
 #include <poolalloc/frame_allocator.hpp>
+#include <poolalloc/stack_allocator.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -18,6 +20,7 @@ namespace {
 using poolalloc::DebugChecks;
 using poolalloc::DoubleBufferedFrameAllocator;
 using poolalloc::FrameAllocator;
+using poolalloc::StackAllocator;
 
 bool aligned(const void* p, std::size_t alignment) {
   return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
@@ -71,6 +74,25 @@ TEST(FrameAllocator, ZeroCapacityAndZeroSizes) {
   FrameAllocator frame(16);
   EXPECT_NE(frame.allocate(0), nullptr);
   EXPECT_EQ(frame.used(), 0u);
+}
+
+// The convention of every arena: without its memory, capacity 0 and every allocate nullptr.
+// Capacities over PTRDIFF_MAX are refused without asking, as no pointer difference spans them.
+TEST(FrameAllocator, AHugeCapacityIsCapacityZeroAndAllocatesNullptr) {
+  for (const std::size_t huge : {std::size_t{SIZE_MAX}, std::size_t{PTRDIFF_MAX} + 1}) {
+    FrameAllocator frame(huge);
+    EXPECT_EQ(frame.capacity(), 0u);
+    EXPECT_EQ(frame.allocate(1, 1), nullptr);
+    EXPECT_EQ(frame.new_object<int>(1), nullptr);
+    StackAllocator stack(huge);
+    EXPECT_EQ(stack.capacity(), 0u);
+    EXPECT_EQ(stack.allocate(1, 1), nullptr);
+    DoubleBufferedFrameAllocator frames(huge);
+    EXPECT_EQ(frames.capacity(), 0u);
+    EXPECT_EQ(frames.allocate(1, 1), nullptr);
+    frames.swap_buffers();
+    EXPECT_EQ(frames.capacity(), 0u);
+  }
 }
 
 TEST(FrameAllocator, ResetGivesEverythingBackAndKeepsThePeak) {

@@ -109,6 +109,24 @@ TEST(NoExceptions, AFixedPoolWhoseChunkCannotBeHadIsNotCreatedAndAllocatesNullpt
   bullets.deallocate(first);
 }
 
+// Without exceptions too, an arena without its memory has capacity 0 and allocates nullptr: a
+// huge frame neither throws nor ends the program.
+TEST(NoExceptions, FrameAndStackAllocatorsWithoutTheirMemoryHaveCapacityZero) {
+  FrameAllocator huge(SIZE_MAX);
+  EXPECT_EQ(huge.capacity(), 0u);
+  chunks_fail = true;
+  FrameAllocator frame(1024);
+  StackAllocator stack(1024);
+  poolalloc::DoubleBufferedFrameAllocator frames(1024);
+  chunks_fail = false;
+  EXPECT_EQ(frame.capacity(), 0u);
+  EXPECT_EQ(frame.allocate(1), nullptr);
+  EXPECT_EQ(stack.capacity(), 0u);
+  EXPECT_EQ(stack.allocate(1), nullptr);
+  EXPECT_EQ(frames.capacity(), 0u);
+  EXPECT_EQ(frames.allocate(1), nullptr);
+}
+
 // Its move constructor may throw, as far as the compiler knows: compact() takes the path that
 // would undo a move, which must build without exceptions.
 struct Movable {

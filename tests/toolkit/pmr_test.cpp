@@ -423,4 +423,31 @@ TEST_F(PoolResourceDeathTest, WithDebugChecksADoubleDeallocateIsReported) {
   EXPECT_DEATH(pool.deallocate(block, 16, 8), "FixedPool \"ui\" .*double free");
 }
 
+// A move takes the pools and the blocks upstream along: blocks handed out go back through the
+// resource moved into; the one moved from is empty and usable.
+TEST(PoolResourceMove, BlocksStayValidAndGoBackThroughTheResourceMovedInto) {
+  PoolResource resource;
+  resource.set_name("ui");
+  void* small = resource.allocate(24);
+  void* large = resource.allocate(1000);
+  PoolResource moved(std::move(resource));
+  EXPECT_EQ(moved.used(), 1024u);
+  EXPECT_EQ(moved.name(), "ui");
+  EXPECT_EQ(resource.used(), 0u);  // NOLINT(bugprone-use-after-move): the moved-from state
+  EXPECT_EQ(resource.reserved(), 0u);
+  moved.deallocate(small, 24);
+  moved.deallocate(large, 1000);
+  EXPECT_EQ(moved.used(), 0u);
+  resource.deallocate(resource.allocate(24), 24);  // usable
+  PoolResource assigned(512);
+  void* held = assigned.allocate(100);
+  (void)held;  // given back by the assignment, as release() gives it back
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.largest_block(), 256u);
+  EXPECT_EQ(assigned.used(), 0u);
+  std::pmr::vector<int> ids(&assigned);
+  ids.assign(10, 1);
+  EXPECT_EQ(assigned.used(), 40u);
+}
+
 }  // namespace

@@ -2,8 +2,10 @@
 // beside memory it did not place, and what a PoolResource keeps when its bookkeeping runs out
 // of memory, by replacing the global operator new and delete (in an executable of its own,
 // since the replacement holds for the whole program).
+#include <poolalloc/frame_allocator.hpp>
 #include <poolalloc/object_pool.hpp>
 #include <poolalloc/pmr.hpp>
+#include <poolalloc/stack_allocator.hpp>
 
 #include <gtest/gtest.h>
 
@@ -284,6 +286,43 @@ TEST(PoolResourceMemory, AnUpstreamRequestWhoseRecordCannotBeKeptThrowsAndKeepsN
   EXPECT_EQ(upstream.live, 1);
   resource.deallocate(p, 1000);
   EXPECT_EQ(upstream.live, 0);
+}
+
+// The convention of every arena: an allocator whose memory cannot be had has capacity 0 and
+// allocates nullptr, and keeps nothing; a double-buffered one keeps neither frame.
+TEST(FrameMemory, AFrameOrStackAllocatorWithoutItsMemoryHasCapacityZeroAndKeepsNone) {
+  const std::size_t before = live_bytes;
+  fail_in = 1;
+  poolalloc::FrameAllocator frame(1024);
+  EXPECT_EQ(fail_in, 0u);
+  EXPECT_EQ(frame.capacity(), 0u);
+  EXPECT_EQ(frame.allocate(1), nullptr);
+  fail_in = 1;
+  poolalloc::StackAllocator stack(1024);
+  EXPECT_EQ(stack.capacity(), 0u);
+  EXPECT_EQ(stack.allocate(1), nullptr);
+  EXPECT_EQ(live_bytes, before);
+  for (std::size_t failing : {1, 2}) {
+    fail_in = failing;
+    poolalloc::DoubleBufferedFrameAllocator frames(1024);
+    EXPECT_EQ(fail_in, 0u);
+    for (int frame_number = 0; frame_number < 2; ++frame_number) {
+      EXPECT_EQ(frames.capacity(), 0u) << "allocation " << failing << " failed";
+      EXPECT_EQ(frames.allocate(1), nullptr);
+      frames.swap_buffers();
+    }
+    EXPECT_EQ(live_bytes, before) << "allocation " << failing << " failed";
+  }
+}
+
+// A PoolResource takes no memory until it is asked for some: its construction cannot fail for
+// want of it.
+TEST(PoolResourceMemory, ConstructionTakesNoMemory) {
+  fail_in = 1;
+  poolalloc::PoolResource resource;
+  EXPECT_EQ(fail_in, 1u);
+  fail_in = 0;
+  resource.deallocate(resource.allocate(8), 8);
 }
 
 }  // namespace

@@ -12,14 +12,19 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <barrier>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
+#include <map>
 #include <memory_resource>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -230,6 +235,132 @@ TEST(Tracked, SharedByThreadsOverASynchronizedArenaKeepsFiguresThatAgree) {
   EXPECT_EQ(tracked.end_frame(), tracked.peak());
   EXPECT_GE(calls, 1u);  // each thread's 100 objects alone are over the budget
   EXPECT_EQ(tracked.over_budget_count(), calls.load());
+}
+
+// print_budgets() reads live only the arenas of the trackers created on its own thread: another
+// thread's arena is that thread's to read. Its figures are its last sample, until that thread
+// samples them (sample_budgets(), a call through the tracker, end_frame()).
+TEST(PrintBudgets, ShowsAnotherThreadsTrackersAsOfTheirLastSample) {
+  std::atomic<int> step{0};
+  const auto go_to = [&step](int next) {
+    step = next;
+    step.notify_all();
+    step.wait(next);
+  };
+  std::thread owner([&] {
+    poolalloc::FrameAllocator frame(1024);
+    poolalloc::Tracked tracked(frame, 1024);
+    tracked.set_name("job scratch");
+    (void)tracked.allocate(100, 1);
+    (void)frame.allocate(50, 1);  // on the arena: this thread's to sample
+    go_to(1);
+    poolalloc::sample_budgets();
+    go_to(3);
+  });
+  step.wait(0);
+  std::ostringstream before;
+  poolalloc::print_budgets(before);
+  EXPECT_EQ(before.str(),
+            "arena                                   used        peak      budget  over\n"
+            "job scratch                              100         100        1024     0\n");
+  go_to(2);
+  std::ostringstream after;
+  poolalloc::print_budgets(after);
+  EXPECT_EQ(after.str(),
+            "arena                                   used        peak      budget  over\n"
+            "job scratch                              150         150        1024     0\n");
+  step = 4;
+  step.notify_all();
+  owner.join();
+}
+
+// As std::pmr::synchronized_pool_resource: one PoolResource behind a lock, a memory_resource
+// itself, shared by the pmr containers of several threads.
+TEST(SynchronizedResource, LetsThreadsSharePmrContainersOverOnePoolResource) {
+  poolalloc::SynchronizedPoolResource shared;
+  std::pmr::memory_resource* resource = &shared;
+  on_threads([&](int t) {
+    for (int round = 0; round < 20; ++round) {
+      std::pmr::map<int, std::pmr::string> names(resource);
+      std::pmr::list<int> order(resource);
+      std::pmr::vector<int> ids(resource);
+      for (int i = 0; i < 200; ++i) {
+        names.emplace(i, std::pmr::string(40, static_cast<char>('a' + t)));
+        order.push_back(i);
+        ids.push_back(i * t);
+      }
+      ASSERT_EQ(names.size(), 200u);
+      ASSERT_EQ(std::string_view(names.at(7)), std::string(40, static_cast<char>('a' + t)));
+      ASSERT_EQ(ids[199], 199 * t);
+    }
+  });
+  EXPECT_EQ(shared.with_lock([](const poolalloc::PoolResource& pool) { return pool.used(); }), 0u);
+  EXPECT_TRUE(resource->is_equal(shared));
+}
+
+// A TrackedResource shared by threads counts each byte once and each rise above its budget once:
+// all threads hold their blocks at once, one byte over the budget, once a round.
+TEST(TrackedResource, SharedByThreadsCountsEveryByteAndEveryRiseOnce) {
+  constexpr std::size_t kBlocks = 100;
+  constexpr int kRounds = 50;
+  constexpr std::size_t kAllHeld = kThreads * kBlocks * 8;
+  poolalloc::SynchronizedPoolResource pool;
+  std::atomic<int> calls{0};
+  poolalloc::TrackedResource tracked(&pool, kAllHeld - 1,
+                                     [&](std::size_t used, std::size_t budget) {
+                                       EXPECT_GT(used, budget);
+                                       ++calls;
+                                     });
+  std::barrier all_held(kThreads);
+  std::atomic<std::size_t> used_when_all_held{0};
+  on_threads([&](int) {
+    std::vector<void*> mine;
+    for (int round = 0; round < kRounds; ++round) {
+      for (std::size_t i = 0; i < kBlocks; ++i) mine.push_back(tracked.allocate(8, 8));
+      all_held.arrive_and_wait();
+      used_when_all_held = tracked.used();
+      all_held.arrive_and_wait();
+      for (void* p : mine) tracked.deallocate(p, 8, 8);
+      mine.clear();
+      all_held.arrive_and_wait();
+    }
+  });
+  EXPECT_EQ(used_when_all_held, kAllHeld);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.peak(), kAllHeld);
+  EXPECT_EQ(tracked.over_budget_count(), std::size_t{kRounds});
+  EXPECT_EQ(calls, kRounds);
+  EXPECT_EQ(tracked.end_frame(), kAllHeld);
+}
+
+// The pool's interface, each call under the lock: threads resolve their handles through it.
+TEST(Synchronized, ForwardsTheArenasInterfaceUnderTheLock) {
+  poolalloc::Synchronized<poolalloc::Pool<std::uint64_t>> shared(kThreads * 100);
+  shared.set_name("shared ids");
+  on_threads([&](int t) {
+    for (int round = 0; round < 100; ++round) {
+      std::uint64_t* id = shared.spawn(static_cast<std::uint64_t>(t));
+      const poolalloc::Handle<std::uint64_t> handle = shared.handle_of(id);
+      ASSERT_EQ(shared.get(handle), id);
+      ASSERT_EQ(*shared.get(handle), static_cast<std::uint64_t>(t));
+      shared.despawn(handle);
+      ASSERT_EQ(shared.get(handle), nullptr);
+    }
+  });
+  EXPECT_EQ(shared.name(), "shared ids");
+  EXPECT_EQ(shared.size(), 0u);
+  EXPECT_EQ(shared.capacity(), std::size_t{kThreads} * 100);
+  (void)shared.spawn(std::uint64_t{5});
+  std::uint64_t sum = 0;
+  shared.for_each([&](std::uint64_t value) { sum += value; });
+  EXPECT_EQ(sum, 5u);
+  shared.clear();
+  EXPECT_EQ(std::as_const(shared).size(), 0u);
+  poolalloc::Synchronized<poolalloc::FrameAllocator> frame(1024);
+  EXPECT_NE(frame.new_object<std::uint64_t>(std::uint64_t{1}), nullptr);
+  EXPECT_EQ(frame.used(), 8u);
+  frame.reset();
+  EXPECT_EQ(frame.used(), 0u);
 }
 
 }  // namespace

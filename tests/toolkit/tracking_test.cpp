@@ -210,6 +210,57 @@ TEST(Tracked, CountsARiseAboveTheBudgetAfterDespawnsMadeOnThePool) {
   EXPECT_EQ(tracked.over_budget_count(), 3u);
 }
 
+// pmr containers on the resource itself reach it by no call through the tracker: its queries
+// sample the resource, so its peak is never below its usage and the rise is counted.
+TEST(Tracked, OverAPoolResourceUsedByPmrContainersShowsAPeakNeverBelowItsUsage) {
+  PoolResource resource;
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  Tracked tracked(resource, 64,
+                  [&](std::size_t used, std::size_t budget) { calls.emplace_back(used, budget); });
+  std::pmr::vector<int> ids(&resource);
+  ids.reserve(32);  // 128 bytes
+  EXPECT_EQ(tracked.peak(), 128u);
+  EXPECT_EQ(tracked.used(), 128u);
+  EXPECT_EQ(tracked.over_budget_count(), 1u);
+  EXPECT_EQ(calls, (std::vector<std::pair<std::size_t, std::size_t>>{{128, 64}}));
+  ids = std::pmr::vector<int>(&resource);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.peak(), 128u);
+  EXPECT_EQ(tracked.end_frame(), 128u);
+}
+
+// Whatever path the memory took, each query agrees with the others.
+TEST(Tracked, NeverContradictsItselfWhenItsArenaIsUsedDirectly) {
+  Pool<std::uint64_t> pool(16);
+  Tracked tracked(pool, 4 * sizeof(std::uint64_t));
+  std::vector<std::uint64_t*> spawned;
+  for (std::uint64_t i = 0; i < 8; ++i) spawned.push_back(pool.spawn(i));
+  EXPECT_EQ(tracked.over_budget_count(), 1u);
+  EXPECT_EQ(tracked.peak(), 64u);
+  for (std::uint64_t* p : spawned) pool.despawn(p);
+  EXPECT_EQ(tracked.used(), 0u);
+  EXPECT_EQ(tracked.peak(), 64u);
+}
+
+// A Tracked over a memory_resource is one: pmr containers allocate through it, each call sampled.
+TEST(Tracked, OverAMemoryResourceIsOneThatPmrContainersAllocateThrough) {
+  PoolResource resource;
+  Tracked tracked(resource, 64);
+  std::pmr::memory_resource* through = &tracked;
+  {
+    std::pmr::vector<int> ids(through);
+    ids.reserve(16);
+    EXPECT_EQ(tracked.sampled_used(), 64u);
+    ids.reserve(32);
+    EXPECT_EQ(tracked.sampled_used(), 128u);
+    EXPECT_EQ(tracked.over_budget_count(), 1u);
+  }
+  EXPECT_EQ(tracked.sampled_used(), 0u);
+  EXPECT_EQ(resource.used(), 0u);
+  EXPECT_TRUE(through->is_equal(tracked));
+  EXPECT_FALSE(through->is_equal(resource));
+}
+
 TEST(PrintBudgets, ListsEveryLiveTrackedArenaWithItsFigures) {
   FrameAllocator frame(1024);
   FixedPool blocks(64, 8);
@@ -256,22 +307,31 @@ TEST(Tracked, KeepsAtMost31BytesOfANameCutAtAUtf8CharacterBoundary) {
   EXPECT_EQ(tracked.name(), "twenty-nine bytes of ASCII,  ");
 }
 
-TEST(PrintBudgets, ShowsTheFiguresOfEachTrackersLastSample) {
+// A budget table once showed `0 used` with 108 objects live: they were spawned on the pool, not
+// through the tracker. print_budgets() samples the arenas of its thread's trackers first.
+TEST(PrintBudgets, ShowsEachArenasRealUsageAtTheMomentItPrints) {
+  Pool<std::uint64_t> enemies(256);
+  std::size_t calls = 0;
+  Tracked tracked(enemies, 800, [&](std::size_t, std::size_t) { ++calls; });
+  tracked.set_name("enemies");
   FrameAllocator frame(1024);
-  Tracked tracked(frame, 1024);
-  (void)tracked.allocate(100, 1);
-  (void)frame.allocate(50, 1);  // on the arena itself: not sampled yet
-  std::ostringstream before;
-  poolalloc::print_budgets(before);
-  EXPECT_EQ(before.str(),
+  Tracked scratch(frame, 1024);
+  scratch.set_name("scratch");
+  (void)scratch.allocate(100, 1);
+  for (std::uint64_t i = 0; i < 108; ++i) (void)enemies.spawn(i);
+  (void)frame.allocate(50, 1);
+  std::ostringstream out;
+  poolalloc::print_budgets(out);
+  EXPECT_EQ(out.str(),
             "arena                                   used        peak      budget  over\n"
-            "(unnamed)                                100         100        1024     0\n");
-  (void)tracked.end_frame();
-  std::ostringstream after;
-  poolalloc::print_budgets(after);
-  EXPECT_EQ(after.str(),
-            "arena                                   used        peak      budget  over\n"
-            "(unnamed)                                150         150        1024     0\n");
+            "enemies                                  864         864         800     1\n"
+            "scratch                                  150         150        1024     0\n");
+  EXPECT_EQ(calls, 1u);
+  enemies.clear();
+  frame.reset();
+  poolalloc::sample_budgets();  // the same samples, without printing
+  EXPECT_EQ(tracked.sampled_used(), 0u);
+  EXPECT_EQ(scratch.sampled_used(), 0u);
 }
 
 TEST(TrackedResource, ShowsPmrContainersInTheBudgetsWithFiguresThatAgree) {
@@ -423,8 +483,7 @@ TEST(Tracked, PrintsFiguresWithoutTheStreamsDigitGroupingAndLeavesItsLocale) {
   out << tracked << " " << 4096;
   EXPECT_EQ(out.str(),
             "Tracked \"frame\" (budget 65536 B): 1000 B used, peak 1000 B, over budget 0 times; "
-            "FrameAllocator " +
-                hex(&frame) + ": 1000 of 2048 B used, peak 1000 B 4,096");
+            "FrameAllocator \"frame\": 1000 of 2048 B used, peak 1000 B 4,096");
 }
 
 TEST(Tracked, PrintsInDecimalWhateverTheStreamWasLeftIn) {
@@ -445,6 +504,85 @@ TEST(Tracked, PrintsInDecimalWhateverTheStreamWasLeftIn) {
   resource_out << std::hex << resource << " " << 255;
   EXPECT_EQ(resource_out.str(),
             "TrackedResource \"ui\" (budget 64 B): 0 B used, peak 100 B, over budget 1 time ff");
+}
+
+// Tracked and Synchronized forward what the wrapped arena has (requires-clauses): a tracker over
+// a Pool<T> resolves handles, one over a frame resets it, sampled.
+template <class Wrapper>
+concept ForwardsGet = requires(Wrapper& wrapper) {
+  wrapper.get(poolalloc::Handle<int>());
+};
+template <class Wrapper>
+concept ForwardsReset = requires(Wrapper& wrapper) {
+  wrapper.reset();
+};
+static_assert(ForwardsGet<Tracked<Pool<int>>> && !ForwardsGet<Tracked<FrameAllocator>>);
+static_assert(ForwardsReset<Tracked<FrameAllocator>> && !ForwardsReset<Tracked<Pool<int>>>);
+static_assert(ForwardsGet<poolalloc::Synchronized<Pool<int>>>);
+static_assert(!ForwardsReset<poolalloc::Synchronized<Pool<int>>>);
+
+TEST(Tracked, ForwardsTheArenasInterfaceAndSamplesWhatChangesUsage) {
+  Pool<int> pool(8);
+  Tracked tracked(pool, 1024);
+  tracked.set_name("ids");  // the tracker's name and the pool's
+  EXPECT_EQ(pool.name(), "ids");
+  int* first = tracked.spawn(1);
+  int* second = tracked.spawn(2);
+  const poolalloc::Handle<int> handle = tracked.handle_of(second);
+  EXPECT_EQ(tracked.get(handle), second);
+  tracked.despawn(first);
+  EXPECT_EQ(tracked.compact(), 1u);
+  EXPECT_EQ(*tracked.get(handle), 2);
+  int sum = 0;
+  tracked.for_each([&](int value) { sum += value; });
+  EXPECT_EQ(sum, 2);
+  EXPECT_EQ(tracked.size(), 1u);
+  EXPECT_EQ(tracked.capacity(), 8u);
+  tracked.clear();  // sampled
+  EXPECT_EQ(tracked.sampled_used(), 0u);
+
+  FrameAllocator frame(1024);
+  Tracked scratch(frame, 1024);
+  EXPECT_NE(scratch.new_object<std::uint64_t>(7u), nullptr);
+  EXPECT_EQ(scratch.sampled_used(), 8u);
+  scratch.reset();
+  EXPECT_EQ(scratch.sampled_used(), 0u);
+  EXPECT_EQ(scratch.end_frame(), 8u);
+
+  StackAllocator stack(1024);
+  Tracked level(stack, 1024);
+  const StackAllocator::Marker bottom = level.marker();
+  (void)level.allocate(100, 1);
+  level.free_to_marker(bottom);
+  EXPECT_EQ(level.sampled_used(), 0u);
+  EXPECT_EQ(level.end_frame(), 100u);
+}
+
+// The tracker moved into takes the arena, the budget, the callback, the name and the figures, with
+// a row of its own, last in print_budgets(); the one moved from leaves the table.
+TEST(TrackedMove, TakesTheArenaFiguresAndRowAndTheOneMovedFromLeavesTheTable) {
+  FrameAllocator frame(1024);
+  std::size_t calls = 0;
+  std::vector<Tracked<FrameAllocator>> trackers;
+  trackers.emplace_back(frame, 100, [&](std::size_t, std::size_t) { ++calls; });
+  trackers.back().set_name("scratch");
+  (void)trackers.back().allocate(150, 1);
+  trackers.emplace_back(frame, 4096);  // the vector moves the first one as it grows
+  trackers.back().set_name("other");
+  Tracked<FrameAllocator>& moved = trackers.front();
+  EXPECT_EQ(&moved.arena(), &frame);
+  EXPECT_EQ(moved.name(), "scratch");
+  EXPECT_EQ(frame.name(), "other");  // the last name either tracker gave it
+  frame.reset();
+  (void)moved.allocate(200, 1);
+  EXPECT_EQ(calls, 2u);
+  EXPECT_EQ(moved.over_budget_count(), 2u);
+  std::ostringstream out;
+  poolalloc::print_budgets(out);
+  EXPECT_EQ(out.str(),
+            "arena                                   used        peak      budget  over\n"
+            "other                                    200         200        4096     0\n"
+            "scratch                                  200         200         100     2\n");
 }
 
 }  // namespace

@@ -6,17 +6,26 @@
 //
 // A row joins the list while its tracker is still being built and leaves it while its tracker is
 // already being destroyed, so the printer reads only what the row keeps itself, never calling
-// into the tracker: the name under the list's lock, the figures as atomics. The figures of one
-// row are written by one thread at a time (the tracker's owner, or the thread holding the lock of
-// the Synchronized arena it tracks), so loads and stores suffice, with no read-modify-write.
+// into the tracker: the name under the list's lock, the figures as atomics. A Tracked's figures
+// are written by one thread at a time (the tracker's owner, or the thread holding the lock of the
+// Synchronized arena it tracks), so loads and stores suffice, with no read-modify-write; a
+// TrackedResource's, which threads may share, change by read-modify-writes (record_rise).
+//
+// A tracker whose arena can be read (a Tracked) gives its row a sampler once it is whole, and
+// takes it back before its destruction begins. sample_rows_of_this_thread() calls the samplers of
+// the rows created on the calling thread, whose arenas are that thread's to read, one at a time
+// and outside the list's lock, so that a sample's over-budget callback may do anything a tracker's
+// owner may (create, rename or destroy trackers, print them).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "name.hpp"
@@ -48,7 +57,11 @@ class BudgetRow {
   [[nodiscard]] std::size_t sampled_used() const {
     return sampled_used_.load(std::memory_order_acquire);
   }
-  [[nodiscard]] std::size_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  // Never below the usage: a tracker that threads share (TrackedResource) may count a rise before
+  // it raises its peak.
+  [[nodiscard]] std::size_t peak() const {
+    return std::max(peak_.load(std::memory_order_relaxed), sampled_used());
+  }
   [[nodiscard]] std::size_t budget() const { return budget_; }
   // How many times usage rose above the budget.
   [[nodiscard]] std::size_t over_budget_count() const {
@@ -62,25 +75,66 @@ class BudgetRow {
     for (const BudgetRow* row = first_; row != nullptr; row = row->next_) f(*row);
   }
 
+  // Samples every row created on the calling thread that has a sampler, each once, oldest first.
+  // The list's lock is held only to find the next one (O(rows) each, O(rows^2) in all: the rows
+  // are a program's few dozen budgets), so that a row that a callback destroys is never reached.
+  static void sample_rows_of_this_thread() {
+    const std::thread::id me = std::this_thread::get_id();
+    std::uint64_t sweep = 0;
+    {
+      const std::lock_guard lock(list_mutex_);
+      sweep = ++sweeps_;
+    }
+    for (;;) {
+      const BudgetRow* next = nullptr;
+      Sampler sampler = nullptr;
+      {
+        const std::lock_guard lock(list_mutex_);
+        for (BudgetRow* row = first_; row != nullptr; row = row->next_) {
+          if (row->sampler_ == nullptr || row->owner_ != me || row->swept_ == sweep) continue;
+          row->swept_ = sweep;
+          next = row;
+          sampler = row->sampler_;
+          break;
+        }
+      }
+      if (next == nullptr) return;
+      sampler(*next);
+    }
+  }
+
  protected:
   BudgetRow(std::size_t budget, OverBudget on_over_budget)
       : budget_(budget), on_over_budget_(std::move(on_over_budget)) {
+    join();
+  }
+  // A row of its own, last in the list, with the other's budget, callback, name and figures; the
+  // other leaves the list (its tracker is moved from).
+  BudgetRow(BudgetRow&& other) noexcept
+      : budget_(other.budget_),
+        on_over_budget_(std::move(other.on_over_budget_)),
+        sampled_used_(other.sampled_used()),
+        peak_(other.peak_.load(std::memory_order_relaxed)),
+        over_budget_count_(other.over_budget_count()),
+        frame_peak_(other.frame_peak_.load(std::memory_order_relaxed)) {
     const std::lock_guard lock(list_mutex_);
-    previous_ = last_;
-    (last_ != nullptr ? last_->next_ : first_) = this;
-    last_ = this;
+    name_ = other.name_;
+    other.leave();
+    join_locked();
   }
   ~BudgetRow() {
     const std::lock_guard lock(list_mutex_);
-    (previous_ != nullptr ? previous_->next_ : first_) = next_;
-    (next_ != nullptr ? next_->previous_ : last_) = previous_;
+    leave();
   }
 
   // Records a sample: the peaks, and a rise above the budget, counted; returns whether it rose.
-  // The caller then calls over_budget(), outside any lock it holds.
-  bool record(std::size_t used_now) {
-    peak_.store(std::max(peak(), used_now), std::memory_order_relaxed);
-    frame_peak_ = std::max(frame_peak_, used_now);
+  // The caller then calls over_budget(), outside any lock it holds. Const: a tracker's queries
+  // sample its arena first, so that its figures never contradict each other.
+  bool record(std::size_t used_now) const {
+    peak_.store(std::max(peak_.load(std::memory_order_relaxed), used_now),
+                std::memory_order_relaxed);
+    frame_peak_.store(std::max(frame_peak_.load(std::memory_order_relaxed), used_now),
+                      std::memory_order_relaxed);
     const std::size_t used_before = sampled_used_.load(std::memory_order_relaxed);
     // Before the callback: one that allocates through the tracker samples again, and must see
     // this rise as seen.
@@ -89,28 +143,90 @@ class BudgetRow {
     if (rose_over) over_budget_count_.store(over_budget_count() + 1, std::memory_order_relaxed);
     return rose_over;
   }
+  // A rise or a fall of the usage by `bytes`, which threads that share the tracker may record at
+  // once (TrackedResource): read-modify-writes count each byte once, and a rise above the budget
+  // once, where the usage before the change was within it. Returns the usage that rose above the
+  // budget, for over_budget(), or 0.
+  std::size_t record_rise(std::size_t bytes) {
+    const std::size_t before = sampled_used_.fetch_add(bytes, std::memory_order_acq_rel);
+    const std::size_t now = before + bytes;
+    raise(peak_, now);
+    raise(frame_peak_, now);
+    if (now <= budget_ || before > budget_) return 0;
+    over_budget_count_.fetch_add(1, std::memory_order_relaxed);
+    return now;
+  }
+  void record_fall(std::size_t bytes) { sampled_used_.fetch_sub(bytes, std::memory_order_acq_rel); }
+
   // noexcept: a callback that throws ends the program, rather than unwind through a tracker that
   // has counted a block its caller will never receive.
   void over_budget(std::size_t used_now) const noexcept {
     if (on_over_budget_) on_over_budget_(used_now, budget_);
   }
-  // The largest usage recorded since the last call; the next frame starts.
-  std::size_t take_frame_peak() { return std::exchange(frame_peak_, 0); }
+  // Reads the arena and records a sample (the tracker's sample()). A row without one keeps
+  // figures that every change goes through (TrackedResource).
+  using Sampler = void (*)(const BudgetRow& row);
+  // Under the list's lock: the thread that sweeps may be reading it. Given by a tracker once it is
+  // whole, and taken back (nullptr) before its destruction begins.
+  void set_sampler(Sampler sampler) {
+    const std::lock_guard lock(list_mutex_);
+    sampler_ = sampler;
+  }
+
+  // The largest usage recorded since the last call, the usage now included; the next frame
+  // starts.
+  std::size_t take_frame_peak() {
+    raise(frame_peak_, sampled_used());
+    return frame_peak_.exchange(0, std::memory_order_relaxed);
+  }
 
  private:
+  void join() {
+    const std::lock_guard lock(list_mutex_);
+    join_locked();
+  }
+  void join_locked() {
+    previous_ = last_;
+    (last_ != nullptr ? last_->next_ : first_) = this;
+    last_ = this;
+    listed_ = true;
+  }
+  // Under the list's lock.
+  void leave() {
+    if (!listed_) return;
+    (previous_ != nullptr ? previous_->next_ : first_) = next_;
+    (next_ != nullptr ? next_->previous_ : last_) = previous_;
+    previous_ = next_ = nullptr;
+    listed_ = false;
+  }
+
+  static void raise(std::atomic<std::size_t>& figure, std::size_t to) {
+    std::size_t now = figure.load(std::memory_order_relaxed);
+    while (now < to && !figure.compare_exchange_weak(now, to, std::memory_order_relaxed)) {
+    }
+  }
+
   static inline std::mutex list_mutex_;
   static inline BudgetRow* first_ = nullptr;
   static inline BudgetRow* last_ = nullptr;
+  static inline std::uint64_t sweeps_ = 0;  // sample_rows_of_this_thread() calls so far
 
-  const std::size_t budget_;
-  const OverBudget on_over_budget_;
-  std::atomic<std::size_t> sampled_used_{0};
-  std::atomic<std::size_t> peak_{0};
-  std::atomic<std::size_t> over_budget_count_{0};
-  std::size_t frame_peak_ = 0;  // the printer never reads it
+  std::size_t budget_;
+  OverBudget on_over_budget_;
+  // The figures of the samples, which a tracker's queries take too (see record()).
+  mutable std::atomic<std::size_t> sampled_used_{0};
+  mutable std::atomic<std::size_t> peak_{0};
+  mutable std::atomic<std::size_t> over_budget_count_{0};
+  mutable std::atomic<std::size_t> frame_peak_{0};  // the printer never reads it
   Name name_;
   BudgetRow* previous_ = nullptr;
   BudgetRow* next_ = nullptr;
+  bool listed_ = false;
+  // Under the list's lock: the thread the tracker was created (or moved into) on, its sampler, and
+  // the last sweep that sampled it.
+  std::thread::id owner_ = std::this_thread::get_id();
+  Sampler sampler_ = nullptr;
+  std::uint64_t swept_ = 0;
 };
 
 }  // namespace poolalloc::detail

@@ -30,12 +30,16 @@ namespace poolalloc::detail {
 
 class BumpRegion {
  public:
-  // `kind` names the allocator in reports and printing.
+  // `kind` names the allocator in reports and printing. Without the memory, the region holds
+  // nothing (capacity 0, every allocate nullptr), as every arena of the toolkit does: nothing
+  // throws. A capacity over PTRDIFF_MAX is refused without asking: no pointer difference spans it.
   BumpRegion(std::string_view kind, std::size_t capacity, DebugChecks debug)
-      : owned_(std::make_unique_for_overwrite<std::byte[]>(capacity)),
+      : owned_(capacity > PTRDIFF_MAX ? nullptr
+                                      : static_cast<std::byte*>(::operator new(
+                                            capacity, kOwnedAlignment, std::nothrow))),
         memory_(owned_.get()),
         top_(memory_),
-        end_(memory_ + capacity),
+        end_(memory_ == nullptr ? nullptr : memory_ + capacity),
         limit_(debug == DebugChecks::on ? top_ : end_),
         debug_(debug == DebugChecks::on),
         kind_(kind) {
@@ -212,7 +216,12 @@ class BumpRegion {
     poison(from, static_cast<std::size_t>(block - from));
   }
 
-  std::unique_ptr<std::byte[]> owned_;  // null over caller memory
+  static constexpr std::align_val_t kOwnedAlignment{alignof(std::max_align_t)};
+  struct FreeOwned {
+    void operator()(std::byte* memory) const { ::operator delete(memory, kOwnedAlignment); }
+  };
+
+  std::unique_ptr<std::byte, FreeOwned> owned_;  // null over caller memory or without memory
   std::byte* memory_;
   std::byte* top_;  // the next byte to hand out
   std::byte* end_;
