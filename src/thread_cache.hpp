@@ -49,7 +49,6 @@ struct alignas(32) CacheBin {
   // The owner's slow path, which has settled the bin (bottom at home), alone reads or writes the
   // limit, which grows with traffic (thread_cache.cpp).
   std::uint32_t limit() const { return static_cast<std::uint32_t>(end - bottom_slot()); }
-  void set_limit(std::uint32_t limit) { end = bottom_slot() + limit; }
   void set_count(std::uint32_t count) {
     top.store(bottom_slot() + count, std::memory_order_relaxed);
   }
@@ -78,13 +77,23 @@ constexpr std::uint32_t initial_limit(unsigned cls) {
   return std::max<std::uint32_t>(2, bin_capacity(cls) / 16);
 }
 
-// Where each class's slots start in the slot array of a tag's bins, and how many there are in all.
-inline constexpr auto kSlotOffsets = [] {
+// The most blocks a bin of class `cls` holds in its first slots (TagBins): what its limit is after
+// its first refill, which doubles the initial limit.
+constexpr std::uint32_t first_room(unsigned cls) {
+  return 2 * initial_limit(cls);
+}
+
+// Where each class's slots start in an array of a tag's bins with `room(cls)` slots per class,
+// and how many there are in all.
+template <std::uint32_t (*room)(unsigned)>
+inline constexpr auto kOffsetsOfSlots = [] {
   std::array<std::uint32_t, kClassCount + 1> offsets{};
-  for (unsigned cls = 0; cls < kClassCount; ++cls)
-    offsets[cls + 1] = offsets[cls] + bin_capacity(cls);
+  for (unsigned cls = 0; cls < kClassCount; ++cls) offsets[cls + 1] = offsets[cls] + room(cls);
   return offsets;
 }();
+inline constexpr auto& kFirstSlotOffsets = kOffsetsOfSlots<first_room>;
+inline constexpr auto& kSlotOffsets = kOffsetsOfSlots<bin_capacity>;
+inline constexpr std::size_t kFirstSlotCount = kFirstSlotOffsets[kClassCount];
 inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 
 // What a cache has for each tag whose bins its thread used (its first malloc or free of a block
@@ -92,6 +101,14 @@ inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 // The untagged bins' follow the cache; a tag's are mapped as the thread first needs them, so a
 // cache holds address space for the tags its thread used only, and touches the pages of the
 // classes it used, as far as their bins grew.
+//
+// A bin has two homes: its first slots, room for first_room(cls) blocks, where it lives while its
+// limit is at most that, and its slots, room for its capacity, where it moves as its limit grows
+// past it (and from where it moves back as decay resets its limit). The first slots of all
+// classes take 8 KiB, beside the scratch: a tag whose bins see little traffic (a thread that
+// allocates a few blocks of many classes under it) touches those three pages only, where slots
+// sized for the capacity took a page or more for each class it used (a game's four tags touched
+// 176 KiB of slots).
 struct TagBins {
   // Scratch of reclaim_caches, under the cache's lock: each bin's bottom and top when it was
   // moved.
@@ -99,7 +116,8 @@ struct TagBins {
   void** reclaim_to[kClassCount] = {};
   // Per class, how many more slow paths empty the bin into the spans (start_emptying_into_spans).
   std::uint8_t draining[kClassCount] = {};
-  void* slots[kSlotCount];
+  void* first_slots[kFirstSlotCount];
+  void* slots[kSlotCount];  // after first_slots: CacheBins::home tells the two apart by that
 };
 
 // The deepest a thread's stack of memory tags goes.
@@ -236,9 +254,21 @@ struct CacheBins {
   static void attach_tag_bins(ThreadCache& cache, unsigned tag, TagBins* bins) {
     cache.tag_bins_[tag] = bins;
   }
-  // Where bin `bin`, whose tag has slots, keeps its blocks when nothing was reclaimed from it.
+  // Where bin `bin`, whose tag has slots, keeps its blocks while its limit is `limit` and nothing
+  // was reclaimed from it (TagBins): its first slots up to first_room, its slots above.
+  static void** home_for(const ThreadCache& cache, unsigned bin, std::uint32_t limit) {
+    TagBins* const tag_bins = cache.tag_bins_[bin_tag(bin)];
+    const unsigned cls = bin_class(bin);
+    return limit <= first_room(cls) ? tag_bins->first_slots + kFirstSlotOffsets[cls]
+                                    : tag_bins->slots + kSlotOffsets[cls];
+  }
+  // Where it keeps them now: its end, home + limit, which other threads leave as it is, lies in
+  // the first slots exactly when the bin lives there, as the slots follow them.
   static void** home(const ThreadCache& cache, unsigned bin) {
-    return cache.tag_bins_[bin_tag(bin)]->slots + kSlotOffsets[bin_class(bin)];
+    TagBins* const tag_bins = cache.tag_bins_[bin_tag(bin)];
+    const bool first = cache.bins_.at[bin].end <= tag_bins->first_slots + kFirstSlotCount;
+    return first ? tag_bins->first_slots + kFirstSlotOffsets[bin_class(bin)]
+                 : tag_bins->slots + kSlotOffsets[bin_class(bin)];
   }
   static std::uint32_t& calls_before_clock(ThreadCache& cache) { return cache.calls_before_clock_; }
   static std::size_t& tag_offset(ThreadCache& cache) { return cache.tag_offset_; }
