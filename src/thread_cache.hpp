@@ -72,9 +72,12 @@ constexpr std::uint32_t bin_capacity(unsigned cls) {
 // a bin that runs empty or overflows doubles its limit, up to its capacity. A thread that
 // allocates a few blocks of a class then holds a few, not a batch carved for it, and what an
 // idle thread's bins keep stays small. Decay shrinks them again. Only the owner reads or writes
-// `limit`; count <= limit always.
+// `limit`; count <= limit always. The limit starts at a thirty-second of the capacity: each tag a
+// thread uses has bins of its own, and a tag that allocates a few blocks of a class takes the
+// first refill's into its bin (a sixteenth made a game's four tags hold twice the blocks they
+// used, a page or more of some classes, and their first slots three pages a tag, not two).
 constexpr std::uint32_t initial_limit(unsigned cls) {
-  return std::max<std::uint32_t>(2, bin_capacity(cls) / 16);
+  return std::max<std::uint32_t>(2, bin_capacity(cls) / 32);
 }
 
 // The most blocks a bin of class `cls` holds in its first slots (TagBins): what its limit is after
@@ -105,10 +108,10 @@ inline constexpr std::size_t kSlotCount = kSlotOffsets[kClassCount];
 // A bin has two homes: its first slots, room for first_room(cls) blocks, where it lives while its
 // limit is at most that, and its slots, room for its capacity, where it moves as its limit grows
 // past it (and from where it moves back as decay resets its limit). The first slots of all
-// classes take 8 KiB, beside the scratch: a tag whose bins see little traffic (a thread that
-// allocates a few blocks of many classes under it) touches those three pages only, where slots
-// sized for the capacity took a page or more for each class it used (a game's four tags touched
-// 176 KiB of slots).
+// classes take 4.5 KiB, and with the scratch before them two pages: a tag whose bins see little
+// traffic (a thread that allocates a few blocks of many classes under it) touches those two pages
+// only, where slots sized for the capacity took a page or more for each class it used (a game's
+// four tags touched 176 KiB of slots).
 struct TagBins {
   // Scratch of reclaim_caches, under the cache's lock: each bin's bottom and top when it was
   // moved.
@@ -119,6 +122,8 @@ struct TagBins {
   void* first_slots[kFirstSlotCount];
   void* slots[kSlotCount];  // after first_slots: CacheBins::home tells the two apart by that
 };
+static_assert(offsetof(TagBins, slots) <= 2 * kPageSize,
+              "a tag's scratch and first slots take two pages of its mapping");
 
 // The deepest a thread's stack of memory tags goes.
 inline constexpr std::uint32_t kTagStackDepth = 64;

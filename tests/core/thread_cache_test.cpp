@@ -1,5 +1,5 @@
 // Thread caches: per thread and class a bin of free blocks, bounded by a limit that starts at a
-// sixteenth of the bin's capacity (at least 2) and doubles with traffic up to the capacity, a
+// thirty-second of the bin's capacity (at least 2) and doubles with traffic up to the capacity, a
 // batch (central_lists.hpp). An empty bin refills with half its limit; a full one at its capacity
 // gives its older half to the central lists. Each test runs on a thread of its own, whose cache
 // starts with every bin empty at its initial limit.
