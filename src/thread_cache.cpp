@@ -31,8 +31,8 @@ namespace {
 constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
 
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
-// followed by its untagged bins' slots (TagBins), about 64 KiB of address space of which a
-// thread touches only the pages of the classes it uses, as far as their bins grew; the bins of
+// followed by its untagged bins' slots (TagBins), about 72 KiB of address space of which a
+// thread touches the first slots' pages and those of the classes whose bins grew; the bins of
 // every tag, in the cache, are 576 KiB of address space, of which it touches the pages of the
 // tags it uses.
 constexpr std::size_t kCachesPerMapping = 8;
@@ -58,8 +58,22 @@ bool has_slots(const ThreadCache& cache, unsigned bin) {
   return CacheBins::tag_bins(cache, bin_tag(bin)) != nullptr;
 }
 
-void grow(unsigned bin_index, CacheBin& bin) {
-  bin.set_limit(std::min(bin_capacity(bin_class(bin_index)), bin.limit() * 2));
+// The owner's slow path, its bin settled: the bin's limit is `limit` (no fewer than its count), its
+// blocks moved to the home of that limit (CacheBins::home_for) when it is not where they are.
+void set_limit(ThreadCache& cache, unsigned bin_index, std::uint32_t limit) {
+  CacheBin& bin = CacheBins::of(cache, bin_index);
+  void** const home = CacheBins::home_for(cache, bin_index, limit);
+  if (home != bin.bottom_slot()) {
+    bin.top.store(std::copy(bin.bottom_slot(), bin.top_slot(), home), std::memory_order_relaxed);
+    bin.bottom.store(home, std::memory_order_relaxed);
+  }
+  bin.end = home + limit;
+}
+
+void grow(ThreadCache& cache, unsigned bin_index) {
+  set_limit(
+      cache, bin_index,
+      std::min(bin_capacity(bin_class(bin_index)), CacheBins::of(cache, bin_index).limit() * 2));
 }
 
 // The bins of tag `tag`, whose TagBins the cache has, empty at their homes with their initial
@@ -67,9 +81,11 @@ void grow(unsigned bin_index, CacheBin& bin) {
 void init_tag_bins(ThreadCache& cache, unsigned tag) {
   for (unsigned bin = bin_of(tag, 0); bin < bin_of(tag + 1, 0); ++bin) {
     CacheBin& cache_bin = CacheBins::of(cache, bin);
-    cache_bin.bottom.store(CacheBins::home(cache, bin), std::memory_order_relaxed);
-    cache_bin.set_count(0);
-    cache_bin.set_limit(initial_limit(bin_class(bin)));
+    const std::uint32_t limit = initial_limit(bin_class(bin));
+    void** const home = CacheBins::home_for(cache, bin, limit);
+    cache_bin.bottom.store(home, std::memory_order_relaxed);
+    cache_bin.top.store(home, std::memory_order_relaxed);
+    cache_bin.end = home + limit;
     cache_bin.requests.store(0, std::memory_order_relaxed);
   }
   std::fill(std::begin(CacheBins::tag_bins(cache, tag)->draining),
@@ -166,9 +182,10 @@ void release_slot_pages(ThreadCache* cache) {
   for (unsigned tag = 0, tags = registered_tags(); tag < tags; ++tag) {
     const TagBins* tag_bins = CacheBins::tag_bins(*cache, tag);
     if (tag_bins == nullptr) continue;
-    const auto slots = reinterpret_cast<std::uintptr_t>(tag_bins->slots);
-    const std::uintptr_t start = (slots + kPageSize - 1) & ~(kPageSize - 1);
-    const std::uintptr_t end = (slots + kSlotCount * sizeof(void*)) & ~(kPageSize - 1);
+    const auto first = reinterpret_cast<std::uintptr_t>(tag_bins->first_slots);
+    const auto last = reinterpret_cast<std::uintptr_t>(tag_bins->slots + kSlotCount);
+    const std::uintptr_t start = (first + kPageSize - 1) & ~(kPageSize - 1);
+    const std::uintptr_t end = last & ~(kPageSize - 1);
     if (start < end) os_decommit(reinterpret_cast<void*>(start), end - start);
   }
 }
@@ -178,7 +195,7 @@ void release_slot_pages(ThreadCache* cache) {
 // back at every exit costs a madvise (its TLB shootdown reaches every CPU the process runs on)
 // and, in the next thread to take the cache, a page fault per page touched again: with
 // mimalloc-bench's mleak (10 threads at a time, one calloc each) that was 1 fault and 1
-// madvise more per thread than glibc. 16 caches keep at most 16 x 63 KiB, usually a page or
+// madvise more per thread than glibc. 16 caches keep at most 16 x 71 KiB, usually a page or
 // two each; decay and malloc_trim give them back (release_recycled_slot_pages).
 constexpr std::size_t kRecycledWithSlotPages = 16;
 
@@ -207,11 +224,12 @@ void flush_bin(unsigned bin_index, CacheBin& bin) {
   bin.set_count(0);
 }
 
-void empty_bin_into_spans(unsigned bin_index, CacheBin& bin) {
+void empty_bin_into_spans(ThreadCache& cache, unsigned bin_index) {
+  CacheBin& bin = CacheBins::of(cache, bin_index);
   if (bin.bottom_slot() == nullptr) return;  // no slots: empty, and must stay all nullptr
   return_blocks_to_spans(bin_index, bin.bottom_slot(), bin.count());
   bin.set_count(0);
-  bin.set_limit(initial_limit(bin_class(bin_index)));
+  set_limit(cache, bin_index, initial_limit(bin_class(bin_index)));
 }
 
 // Decay and malloc_trim moved the flush epoch on: the cache goes back into the spans, past the
@@ -240,7 +258,7 @@ void empty_next_bins_into_spans(ThreadCache& cache) {
     const unsigned bin_index = cache.bins_to_empty - cache.bins_left_to_empty--;
     CacheBin& bin = CacheBins::of(cache, bin_index);
     emptied += bin.count();
-    empty_bin_into_spans(bin_index, bin);
+    empty_bin_into_spans(cache, bin_index);
   }
 }
 
@@ -287,12 +305,11 @@ void housekeeping(ThreadCache& cache, unsigned bin, bool for_the_clock) {
   std::uint8_t& draining = CacheBins::tag_bins(cache, bin_tag(bin))->draining[bin_class(bin)];
   if (draining != 0 && !for_the_clock) [[unlikely]] {
     --draining;
-    empty_bin_into_spans(bin, CacheBins::of(cache, bin));
+    empty_bin_into_spans(cache, bin);
   }
   if (cache.clock_look.quiet_step) [[unlikely]] {  // decay_requests.hpp, ClockLook
     cache.clock_look.quiet_step = false;
-    for (unsigned b = 0, bins = registered_bins(); b < bins; ++b)
-      empty_bin_into_spans(b, CacheBins::of(cache, b));
+    for (unsigned b = 0, bins = registered_bins(); b < bins; ++b) empty_bin_into_spans(cache, b);
     cache.bins_left_to_empty = 0;
     release_retained_spans();
   }
@@ -447,7 +464,7 @@ void* refill_and_allocate(unsigned cls) {
                                 kFirstTouchesPerRefill));
       cache->clock_look.freed_bytes = std::max<std::int64_t>(
           0, cache->clock_look.freed_bytes - std::int64_t{bin.count()} * class_size(cls));
-      grow(bin_index, bin);
+      grow(*cache, bin_index);
       if (bin.count() == 0) return nullptr;
     }
     bin.count_request();
@@ -485,10 +502,10 @@ void flush_and_deallocate(unsigned bin_index, void* block) {
     if (cache->clock_look.mass_free && !decay_runs_in_background() &&
         bin.count() >= initial_limit(cls)) {
       cache->clock_look.freed_bytes += std::int64_t{bin.count()} * class_size(cls);
-      empty_bin_into_spans(bin_index, bin);
+      empty_bin_into_spans(*cache, bin_index);
     }
     if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
-      grow(bin_index, bin);
+      grow(*cache, bin_index);
     } else if (bin.top_slot() == bin.end) {
       // The older half goes; the blocks freed last, likely still in the CPU's caches, stay.
       const std::uint32_t older = bin.count() / 2;

@@ -11,6 +11,14 @@
 // created through the same pthread_create, too). The wrapper allocates nothing (poolalloc may
 // create its thread from inside malloc): the start routine and its argument go to the new thread
 // in one of a fixed set of slots.
+//
+// PUSH_TAG=NAME pushes the tag NAME instead. PUSH_TAG=untagged pushes tag 0, which is no tag: the
+// shim is loaded and does all it does but charge a tag, so that a run with it sets apart what
+// the tag costs from what loading the shim costs (its pages, the wrapped pthread_create):
+//
+//   scripts/bench.sh --allocators
+//   "shim=poolalloc+build-suite/bench/tools/libpush_tag.so:PUSH_TAG=untagged
+//   tagged=poolalloc+build-suite/bench/tools/libpush_tag.so"
 #include <dlfcn.h>
 #include <poolalloc/poolalloc.h>
 #include <pthread.h>
@@ -59,9 +67,11 @@ void* start_tagged(void* slot_pointer) {
 
 __attribute__((constructor)) void push_tag_in_main_thread() {
   g_create = reinterpret_cast<CreateFunction>(dlsym(RTLD_NEXT, "pthread_create"));
-  g_tag = poolalloc_tag_register("bench");
+  const char* name = std::getenv("PUSH_TAG");
+  if (name == nullptr) name = "bench";
+  g_tag = poolalloc_tag_register(name);
   if (g_create == nullptr || g_tag < 0 || poolalloc_tag_push(g_tag) != 0) {
-    std::fputs("libpush_tag.so: cannot register and push the tag \"bench\"\n", stderr);
+    std::fprintf(stderr, "libpush_tag.so: cannot register and push the tag \"%s\"\n", name);
     std::abort();
   }
 }

@@ -216,6 +216,25 @@ TEST_F(SpanCarving, DecayHandsBackTheRetainedSpansThatNoCarveTookSinceItsLastSte
   for (Span* span : carved) hold(span);
 }
 
+// Of the retained spans, those that go back are those that went unused: the ones released
+// first, below those that carves took and released again since (a carve takes the span released
+// last). The ones carved again keep their pages.
+TEST_F(SpanCarving, DecayHandsBackTheRetainedSpansReleasedFirstAndKeepsThoseCarvedAgain) {
+  const std::vector<Span*> released = take(10);
+  for (Span* span : released) {
+    touch(*span, 1);
+    release_span(*span);
+  }
+  decay_retained_spans();  // the first step: none had the period to go unused
+  std::vector<Span*> carved;
+  for (int i = 0; i < 3; ++i) carved.push_back(carve_span(class_of(64)));
+  EXPECT_EQ(carved, std::vector<Span*>(released.rbegin(), released.rbegin() + 3));
+  for (Span* span : carved) release_span(*span);
+  decay_retained_spans();
+  EXPECT_EQ(retained_bytes(), 3 * kSpanSize);
+  for (std::size_t i = 0; i < released.size(); ++i) EXPECT_EQ(resident(*released[i]), i >= 7) << i;
+}
+
 // Blocks of 10240 bytes: block 0 ends within page 2, block 1 starts within it. Of each, the
 // pages that lie wholly past its first 16 bytes (its link and its free mark) go back to the OS.
 TEST_F(SpanCarving, ReleasingAFreeBlocksPagesKeepsThePagesThatHoldItsHeaderAndItsEnds) {

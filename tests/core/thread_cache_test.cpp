@@ -1,5 +1,5 @@
 // Thread caches: per thread and class a bin of free blocks, bounded by a limit that starts at a
-// sixteenth of the bin's capacity (at least 2) and doubles with traffic up to the capacity, a
+// thirty-second of the bin's capacity (at least 2) and doubles with traffic up to the capacity, a
 // batch (central_lists.hpp). An empty bin refills with half its limit; a full one at its capacity
 // gives its older half to the central lists. Each test runs on a thread of its own, whose cache
 // starts with every bin empty at its initial limit.
@@ -176,6 +176,43 @@ TEST(ThreadCache, AFullBinGrowsBelowItsCapacityAndGivesItsOlderHalfAwayAtIt) {
     EXPECT_EQ(grew, 4);
     EXPECT_EQ(gave, 2);
     EXPECT_EQ(bin_of(kSize).count(), kCapacity);
+  });
+}
+
+// A bin lives in its first slots, which all classes' bins share a few pages of, while its limit
+// is at most twice its initial one (its limit after its first refill), and moves to its slots,
+// its blocks with it in their order, as the limit passes that. Decay's reset of the limit brings
+// it back.
+TEST(ThreadCache, ABinLivesInItsFirstSlotsUntilItsLimitOutgrowsThemAndMovesWithItsBlocks) {
+  static_assert(first_room(class_of_medium(kSize)) == 4);
+  on_a_new_thread([] {
+    const unsigned cls = class_of(kSize);
+    deallocate(allocate(64));  // the thread's cache, its bin of kSize empty at its first limit
+    TagBins* const tag_bins = CacheBins::tag_bins(*t_cache, 0);
+    void** const first = tag_bins->first_slots + kFirstSlotOffsets[cls];
+    void** const slots = tag_bins->slots + kSlotOffsets[cls];
+    ASSERT_EQ(bin_of(kSize).bottom_slot(), first);
+    ASSERT_EQ(CacheBins::home(*t_cache, cls), first);
+    std::vector<void*> held(5);
+    ASSERT_EQ(take_blocks(cls, held.data(), 5), 5u);
+    for (void* block : held) clear_mark(block);  // handed out, as a refill does
+    const std::uint32_t limits[] = {2, 2, 4, 4, 8};
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      deallocate(held[i]);
+      EXPECT_EQ(bin_of(kSize).limit(), limits[i]) << i;
+      void** const home = limits[i] <= 4 ? first : slots;
+      EXPECT_EQ(bin_of(kSize).bottom_slot(), home) << i;
+      EXPECT_EQ(CacheBins::home(*t_cache, cls), home) << i;
+      EXPECT_EQ(std::vector<void*>(bin_of(kSize).bottom_slot(), bin_of(kSize).top_slot()),
+                std::vector<void*>(held.begin(), held.begin() + static_cast<long>(i) + 1))
+          << i;
+    }
+    request_cache_flush();
+    void* other = allocate(8192);  // a slow path, which empties the bins into the spans
+    EXPECT_EQ(bin_of(kSize).count(), 0u);
+    EXPECT_EQ(bin_of(kSize).limit(), kInitialLimit);
+    EXPECT_EQ(bin_of(kSize).bottom_slot(), first);
+    deallocate(other);
   });
 }
 

@@ -427,7 +427,7 @@ TEST(MemoryTags, AThreadThatExitsWithTagsPushedLeavesNoTraceAndItsBlocksStayChar
 
 // peak_bytes counts the bytes of the tag's blocks out of their spans: a refill takes a batch of
 // blocks into the thread's cache ahead of the mallocs that hand them out, so a new tag's first
-// malloc(16) shows a peak of the batch (half the bin's first limit: 16 blocks), not of 16 bytes.
+// malloc(16) shows a peak of the batch (half the bin's first limit: 8 blocks), not of 16 bytes.
 // Counting only the blocks handed out would cost every malloc and free (statistics.md).
 TEST(MemoryTags, PeakBytesCountTheBlocksARefillTookIntoTheThreadCache) {
   const int tag = new_tag("RefillPeak");
@@ -439,10 +439,10 @@ TEST(MemoryTags, PeakBytesCountTheBlocksARefillTookIntoTheThreadCache) {
   }).join();  // its cache's blocks go to the central stack: still out of their spans
   const poolalloc_tag_stats stats = stats_of(tag);
   EXPECT_EQ(stats.live_bytes, 16u);
-  EXPECT_EQ(stats.peak_bytes, 16u * 16);
+  EXPECT_EQ(stats.peak_bytes, 8u * 16);
   free(p);
   malloc_trim(0);  // every free block back into its span
-  EXPECT_EQ(stats_of(tag).peak_bytes, 16u * 16) << "the peak stays";
+  EXPECT_EQ(stats_of(tag).peak_bytes, 8u * 16) << "the peak stays";
 }
 
 // What poolalloc allocates for itself under the program's tag is charged to no tag: here, what
