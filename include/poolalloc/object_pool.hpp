@@ -10,6 +10,8 @@
 // - compact() moves live objects down into the free slots below them.
 // - clear(), and destroying the pool, destroy the objects still alive, whose destructors may
 //   despawn and spawn; with debug checks the destruction first lists them (set_leak_report).
+// - An object is alive from when its constructor returns: walks and clear() from the constructor
+//   leave the object being built alone, and compact() from it does nothing.
 // - shrink() gives back empty trailing chunks; a move takes the objects along without moving them.
 // - Always on: despawn of a pointer not live in this pool, or of a stale handle, is reported and
 //   aborts before any destructor runs. Debug checks (POOLALLOC_DEBUG, or DebugChecks::on) add
@@ -152,7 +154,7 @@ class Pool {
     // that spawn's object has; a constructor that throws leaves it moved, so that such a handle
     // never resolves.
     handles_.spawned(slot);
-    T* object = construct_in(slot, std::forward<Args>(args)...);
+    T* object = build_in(slot, std::forward<Args>(args)...);
     note_spawned();
     return object;
   }
@@ -162,9 +164,12 @@ class Pool {
   void despawn(T* object) {
     if (object == nullptr) return;
     const std::uint32_t slot = slot_of_object(object, "despawn");
-    if (free_.is_free(slot)) [[unlikely]] {
-      if (destroying_) return;  // destroyed by clear() already, before the despawning destructor
-      fail_object("despawn", object, ", which is not alive");
+    if (free_.is_free(slot) || building_ != nullptr) [[unlikely]] {
+      const bool free = free_.is_free(slot);
+      // destroyed by clear() already, before the despawning destructor
+      if (free && destroying_) return;
+      // an object is alive from when its constructor returns
+      if (free || is_building(slot)) fail_object("despawn", object, ", which is not alive");
     }
     if (is_dying(slot)) [[unlikely]]
       return;
@@ -176,9 +181,10 @@ class Pool {
   void despawn(Handle<T> handle) {
     if (handle == Handle<T>()) return;
     const std::uint32_t slot = slot_of(handle);
-    if (slot == detail::SlotBitmap::kNone) [[unlikely]] {
-      if (destroying_) return;  // as despawn(T*)
-      fail_handle("despawn", handle);
+    if (slot == detail::SlotBitmap::kNone || building_ != nullptr) [[unlikely]] {
+      const bool none = slot == detail::SlotBitmap::kNone;
+      if (none && destroying_) return;  // as despawn(T*)
+      if (none || is_building(slot)) fail_handle("despawn", handle);
     }
     if (is_dying(slot)) [[unlikely]]
       return;
@@ -189,7 +195,8 @@ class Pool {
   // of the pool, by pointer or by handle (one destroyed already is ignored), and may spawn: what
   // it spawns is destroyed too before clear() returns, so the pool is empty then (and a
   // destructor that always spawns never lets it return). A destructor may call clear(): the
-  // objects whose destructors are running are left to die when those return.
+  // objects whose destructors are running are left to die when those return. So may a
+  // constructor: the object it builds is not one yet, and is left to be built.
   void clear() {
     const bool outer = std::exchange(destroying_, true);
     while (size_ > dying_count()) {
@@ -221,7 +228,8 @@ class Pool {
   // Calls f(object) for every live object, in slot order (address order within each chunk, and
   // so for a fixed pool). f may despawn the object it is given or others (one despawned before the
   // walk reaches it is not visited); an object spawned during the walk may or may not be visited.
-  // shrink() does nothing during the walk. O(capacity / 64 + live objects).
+  // An object whose constructor is running (the walk is called from it) is not visited. shrink()
+  // does nothing during the walk. O(capacity / 64 + live objects).
   template <class F>
   void for_each(F&& f) {
     walk([&](std::uint32_t slot) { f(*address_of(slot)); });
@@ -231,9 +239,9 @@ class Pool {
     walk([&](std::uint32_t slot) { f(std::as_const(*address_of(slot))); });
   }
 
-  [[nodiscard]] iterator begin() { return iterator(this, free_.first_used()); }
+  [[nodiscard]] iterator begin() { return iterator(this, first_walk()); }
   [[nodiscard]] iterator end() { return iterator(); }
-  [[nodiscard]] const_iterator begin() const { return const_iterator(this, free_.first_used()); }
+  [[nodiscard]] const_iterator begin() const { return const_iterator(this, first_walk()); }
   [[nodiscard]] const_iterator end() const { return const_iterator(); }
   [[nodiscard]] const_iterator cbegin() const { return begin(); }
   [[nodiscard]] const_iterator cend() const { return end(); }
@@ -244,12 +252,12 @@ class Pool {
   // and may not be dereferenced. The target slot is taken and the handle moved before the move
   // constructor runs, so that handle_of(this) there gives the object's handle and a spawn from
   // the source's destructor takes another slot; a move constructor that throws leaves the object
-  // where it was. Returns how many moved. While an object's destructor, for_each or clear() runs
-  // (called from one of them), it does nothing and returns 0: it would move the dying object, or
-  // objects the walk has passed.
+  // where it was. Returns how many moved. While an object's constructor or destructor, for_each
+  // or clear() runs (called from one of them), it does nothing and returns 0: it would move the
+  // object being built or the dying one, or objects the walk has passed.
   template <class Moved>
   std::size_t compact(Moved&& moved) requires std::is_move_constructible_v<T> {
-    if (walks_ > 0 || dying_ != nullptr) return 0;
+    if (busy()) return 0;
     std::size_t count = 0;
     std::uint32_t from = free_.size();
     for (std::uint32_t to = free_.lowest_free(); to != detail::SlotBitmap::kNone;
@@ -322,6 +330,12 @@ class Pool {
  private:
   static constexpr std::size_t kFirstGrowth = 64;
 
+  // A chain of slots through stack frames, innermost first (dying_, building_).
+  struct Slots {
+    std::uint32_t slot;
+    const Slots* outer;
+  };
+
   // V is T or const T. An end iterator stands at slot kNone, whatever its pool.
   template <class V>
   class BasicIterator {
@@ -342,6 +356,7 @@ class Pool {
     pointer operator->() const { return pool_->address_of(walk_.slot); }
     BasicIterator& operator++() {
       pool_->free_.step(walk_);
+      pool_->skip_building(walk_);
       return *this;
     }
     BasicIterator operator++(int) {
@@ -389,6 +404,7 @@ class Pool {
     swap(destroying_, other.destroying_);
     swap(walks_, other.walks_);
     swap(dying_, other.dying_);
+    swap(building_, other.building_);
     swap(leak_report_, other.leak_report_);
     swap(name_, other.name_);
   }
@@ -428,6 +444,19 @@ class Pool {
     const Chunk* chunk = chunks_.data() + 1;
     while (slot - chunk->first >= chunk->count) ++chunk;
     return chunk->slots + (slot - chunk->first);
+  }
+
+  // Constructs spawn's T in slot `slot`, which the caller has taken; the slot counts as being built
+  // meanwhile, so that walks, clear() and compact() from the constructor leave it alone.
+  template <class... Args>
+  T* build_in(std::uint32_t slot, Args&&... args) {
+    struct Building {
+      Pool& pool;
+      const Slots building;
+      ~Building() { pool.building_ = building.outer; }
+    } building{*this, {slot, building_}};
+    building_ = &building.building;
+    return construct_in(slot, std::forward<Args>(args)...);
   }
 
   // Constructs a T in slot `slot`, which the caller has taken. If the constructor throws, the
@@ -499,7 +528,7 @@ class Pool {
   // other) find it dying and are ignored.
   void destroy_slot(std::uint32_t slot) {
     if constexpr (!std::is_trivially_destructible_v<T>) {
-      Dying dying{slot, dying_};
+      Slots dying{slot, dying_};
       dying_ = &dying;
       address_of(slot)->~T();
       dying_ = dying.outer;
@@ -510,14 +539,36 @@ class Pool {
     --size_;
   }
 
-  // free_.for_each_used(f), counted in walks_ while it runs.
+  // free_.for_each_used(f) but for the slots being built, counted in walks_ while it runs. No slot
+  // is being built but those that were when the walk started: any constructor that f runs
+  // returns before the walk goes on.
   template <class F>
   void walk(F&& f) const {
     struct Walking {
       std::uint32_t& walks;
       ~Walking() { --walks; }
     } walking{++walks_};
-    free_.for_each_used(f);
+    if (building_ == nullptr) [[likely]] {
+      free_.for_each_used(f);
+    } else {
+      free_.for_each_used([&](std::uint32_t slot) {
+        if (!is_building(slot)) f(slot);
+      });
+    }
+  }
+
+  // The iterators' first stop: the first used slot that is not being built.
+  [[nodiscard]] detail::SlotBitmap::Walk first_walk() const {
+    detail::SlotBitmap::Walk walk = free_.first_used();
+    skip_building(walk);
+    return walk;
+  }
+
+  // Moves `walk` past the slots being built.
+  void skip_building(detail::SlotBitmap::Walk& walk) const {
+    if (building_ == nullptr) [[likely]]
+      return;
+    while (walk.slot != detail::SlotBitmap::kNone && is_building(walk.slot)) free_.step(walk);
   }
 
   // What ~Pool and move assignment do with the objects: report them under debug checks, clear().
@@ -530,7 +581,7 @@ class Pool {
   // return. O(destructors running).
   [[nodiscard]] std::size_t dying_count() const {
     std::size_t count = 0;
-    for (const Dying* dying = dying_; dying != nullptr; dying = dying->outer) ++count;
+    for (const Slots* dying = dying_; dying != nullptr; dying = dying->outer) ++count;
     return count;
   }
 
@@ -539,8 +590,8 @@ class Pool {
   // slots count as dying meanwhile, so those despawns are ignored.
   void destroy_moved_from(std::uint32_t from, std::uint32_t to) {
     if constexpr (!std::is_trivially_destructible_v<T>) {
-      const Dying target{to, dying_};
-      const Dying source{from, &target};
+      const Slots target{to, dying_};
+      const Slots source{from, &target};
       dying_ = &source;
       address_of(from)->~T();
       dying_ = target.outer;
@@ -550,10 +601,22 @@ class Pool {
   // Whether the destructor of the object in `slot` is running. O(destructors running).
   [[nodiscard]] bool is_dying(std::uint32_t slot) const {
     if constexpr (std::is_trivially_destructible_v<T>) return false;
-    for (const Dying* dying = dying_; dying != nullptr; dying = dying->outer) {
-      if (dying->slot == slot) return true;
+    return holds(dying_, slot);
+  }
+
+  // Whether spawn's constructor of an object in `slot` is running. O(constructors running).
+  [[nodiscard]] bool is_building(std::uint32_t slot) const { return holds(building_, slot); }
+
+  [[nodiscard]] static bool holds(const Slots* chain, std::uint32_t slot) {
+    for (; chain != nullptr; chain = chain->outer) {
+      if (chain->slot == slot) return true;
     }
     return false;
+  }
+
+  // Whether a constructor or destructor of the pool's objects, or a walk over it, runs.
+  [[nodiscard]] bool busy() const {
+    return walks_ > 0 || dying_ != nullptr || building_ != nullptr;
   }
 
   void note_spawned() {
@@ -596,12 +659,14 @@ class Pool {
     detail::write_leaks_listed(message, leak_report_, size_);
   }
 
-  // A move of the pool from one of its objects' destructors or from a walk over it.
+  // A move of the pool from one of its objects' constructors or destructors or from a walk over it.
   void check_not_busy(std::string_view operation) const {
-    if (walks_ == 0 && dying_ == nullptr) [[likely]]
+    if (!busy()) [[likely]]
       return;
     detail::Message message = describe();
-    message << operation << " of the pool while a destructor of its objects or a walk over it runs";
+    message
+        << operation
+        << " of the pool while a constructor or destructor of its objects or a walk over it runs";
     detail::fatal(message);
   }
 
@@ -631,11 +696,9 @@ class Pool {
   mutable std::uint32_t walks_ = 0;  // for_each and clear() walks running (see shrink())
   // The slots whose destructors are running, innermost first: a chain through destroy_slot's
   // frames, empty (nullptr) but while a destructor runs.
-  struct Dying {
-    std::uint32_t slot;
-    const Dying* outer;
-  };
-  const Dying* dying_ = nullptr;
+  const Slots* dying_ = nullptr;
+  // The slots whose objects spawn is constructing, innermost first (build_in's frames).
+  const Slots* building_ = nullptr;
   LeakReport leak_report_ = LeakReport::summary;
   detail::Name name_;
 };

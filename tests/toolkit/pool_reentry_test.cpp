@@ -262,6 +262,67 @@ TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
   EXPECT_EQ(pool.shrink(), 2 * sizeof(Leader));
 }
 
+// Restarts its level when it is built: clears its pool, or walks it, or despawns the first object
+// and compacts, from its constructor.
+struct Restart {
+  enum class Does { nothing, clears, walks, compacts };
+  static inline int destroyed = 0;
+  static inline int seen_by_walks = 0;
+  Restart(Pool<Restart>& pool, Does does, Restart* first = nullptr) {
+    switch (does) {
+      case Does::nothing:
+        break;
+      case Does::clears:
+        pool.clear();
+        break;
+      case Does::walks:
+        pool.for_each([](Restart&) { ++seen_by_walks; });
+        for ([[maybe_unused]] Restart& other : pool) ++seen_by_walks;
+        break;
+      case Does::compacts:
+        pool.despawn(first);
+        EXPECT_EQ(pool.compact(), 0u);
+        break;
+    }
+  }
+  Restart(Restart&&) noexcept = default;
+  ~Restart() { ++destroyed; }
+};
+
+TEST(PoolLifetime, AConstructorThatClearsThePoolDestroysTheOthersAndIsBuilt) {
+  Restart::destroyed = 0;
+  Pool<Restart> pool(8);
+  (void)pool.spawn(pool, Restart::Does::nothing);
+  (void)pool.spawn(pool, Restart::Does::nothing);
+  Restart* restart = pool.spawn(pool, Restart::Does::clears);
+  EXPECT_EQ(Restart::destroyed, 2);
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(&*pool.begin(), restart);
+  EXPECT_EQ(pool.get(pool.handle_of(restart)), restart);
+  pool.clear();
+  EXPECT_EQ(Restart::destroyed, 3);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST(PoolWalk, AWalkFromAConstructorSkipsTheObjectBeingBuilt) {
+  Restart::seen_by_walks = 0;
+  Pool<Restart> pool(8);
+  (void)pool.spawn(pool, Restart::Does::nothing);
+  (void)pool.spawn(pool, Restart::Does::walks);
+  EXPECT_EQ(Restart::seen_by_walks, 2);  // the first object, by for_each and by range-for
+}
+
+TEST(PoolCompact, DoesNothingFromAConstructor) {
+  Restart::destroyed = 0;
+  Pool<Restart> pool(8);
+  Restart* first = pool.spawn(pool, Restart::Does::nothing);
+  Restart* built = pool.spawn(pool, Restart::Does::compacts, first);  // slot 1, above the hole
+  EXPECT_EQ(Restart::destroyed, 1);
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(&*pool.begin(), built);
+  EXPECT_EQ(pool.compact(), 1u);
+}
+
 }  // namespace
 
 // An object that despawns itself when it dies, by pointer or by its own handle (which its move
@@ -358,12 +419,57 @@ TEST_F(PoolMoveBusyDeathTest, AMoveFromADestructorOrAWalkIsReported) {
         Pool<Mover> elsewhere(4);
         pool.despawn(pool.spawn(pool, elsewhere));
       },
-      "move of the pool while a destructor of its objects or a walk over it runs");
+      "move of the pool while a constructor or destructor of its objects or a walk over it runs");
   EXPECT_DEATH(
       {
         Pool<int> pool(4);
         (void)pool.spawn(1);
         pool.for_each([&](int&) { Pool<int> taken(std::move(pool)); });
       },
-      "move of the pool while a destructor of its objects or a walk over it runs");
+      "move of the pool while a constructor or destructor of its objects or a walk over it runs");
+}
+
+// Moves its pool away, or despawns itself, while it is being built.
+struct Premature {
+  enum class Does { moves_the_pool, despawns_itself, despawns_its_handle };
+  Premature(Pool<Premature>& pool, Does does) {
+    switch (does) {
+      case Does::moves_the_pool: {
+        Pool<Premature> taken(std::move(pool));
+        break;
+      }
+      case Does::despawns_itself:
+        pool.despawn(this);
+        break;
+      case Does::despawns_its_handle:
+        pool.despawn(pool.handle_of(this));
+        break;
+    }
+  }
+};
+
+TEST_F(PoolMoveBusyDeathTest, AMoveFromAConstructorIsReported) {
+  EXPECT_DEATH(
+      {
+        Pool<Premature> pool(4);
+        (void)pool.spawn(pool, Premature::Does::moves_the_pool);
+      },
+      "move of the pool while a constructor or destructor of its objects or a walk over it runs");
+}
+
+using PoolBuildingDeathTest = ::testing::Test;
+
+TEST_F(PoolBuildingDeathTest, ADespawnOfTheObjectBeingBuiltIsReported) {
+  EXPECT_DEATH(
+      {
+        Pool<Premature> pool(4);
+        (void)pool.spawn(pool, Premature::Does::despawns_itself);
+      },
+      ", which is not alive");
+  EXPECT_DEATH(
+      {
+        Pool<Premature> pool(4);
+        (void)pool.spawn(pool, Premature::Does::despawns_its_handle);
+      },
+      "generation \\w+\\), which refers to no live object of this pool");
 }
