@@ -252,12 +252,15 @@ class Pool {
   // and may not be dereferenced. The target slot is taken and the handle moved before the move
   // constructor runs, so that handle_of(this) there gives the object's handle and a spawn from
   // the source's destructor takes another slot; a move constructor that throws leaves the object
-  // where it was. Returns how many moved. While an object's constructor or destructor, for_each
-  // or clear() runs (called from one of them), it does nothing and returns 0: it would move the
-  // object being built or the dying one, or objects the walk has passed.
+  // where it was. Returns how many moved. While an object's constructor or destructor, for_each,
+  // clear() or compact() runs (called from one of them), it does nothing and returns 0: it would
+  // move the object being built or the dying one, or objects the walk has passed. compact() counts
+  // as a walk: shrink() from `moved` or from the objects' constructors and destructors does
+  // nothing (it would give back slots that the compaction goes on to move objects out of).
   template <class Moved>
   std::size_t compact(Moved&& moved) requires std::is_move_constructible_v<T> {
     if (busy()) return 0;
+    const Walking walking(walks_);
     std::size_t count = 0;
     std::uint32_t from = free_.size();
     for (std::uint32_t to = free_.lowest_free(); to != detail::SlotBitmap::kNone;
@@ -285,8 +288,8 @@ class Pool {
   // As FixedPool's: gives back the trailing chunks, all but the first, that hold no live object,
   // and returns the bytes of their slots (the bitmap and the handle table keep their room, for
   // when the pool grows again). Handles of objects that lived there stay stale. O(capacity / 64).
-  // During for_each or clear() (from a callback or a destructor) it does nothing and returns 0:
-  // the walk would go on into the slots given back.
+  // During for_each, clear() or compact() (from a callback, a constructor or a destructor) it does
+  // nothing and returns 0: the walk would go on into the slots given back.
   std::size_t shrink() {
     if (walks_ > 0) return 0;
     const std::uint32_t highest = free_.highest_used_below(free_.size());
@@ -539,15 +542,24 @@ class Pool {
     --size_;
   }
 
+  // Counts a walk in walks_ while it lives.
+  class Walking {
+   public:
+    explicit Walking(std::uint32_t& walks) : walks_(++walks) {}
+    Walking(const Walking&) = delete;
+    Walking& operator=(const Walking&) = delete;
+    ~Walking() { --walks_; }
+
+   private:
+    std::uint32_t& walks_;
+  };
+
   // free_.for_each_used(f) but for the slots being built, counted in walks_ while it runs. No slot
   // is being built but those that were when the walk started: any constructor that f runs
   // returns before the walk goes on.
   template <class F>
   void walk(F&& f) const {
-    struct Walking {
-      std::uint32_t& walks;
-      ~Walking() { --walks; }
-    } walking{++walks_};
+    const Walking walking(walks_);
     if (building_ == nullptr) [[likely]] {
       free_.for_each_used(f);
     } else {
@@ -693,7 +705,7 @@ class Pool {
   Growth growth_;
   bool debug_;
   bool destroying_ = false;
-  mutable std::uint32_t walks_ = 0;  // for_each and clear() walks running (see shrink())
+  mutable std::uint32_t walks_ = 0;  // for_each, clear() and compact() running (see shrink())
   // The slots whose destructors are running, innermost first: a chain through destroy_slot's
   // frames, empty (nullptr) but while a destructor runs.
   const Slots* dying_ = nullptr;

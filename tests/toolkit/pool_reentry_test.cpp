@@ -473,3 +473,41 @@ TEST_F(PoolBuildingDeathTest, ADespawnOfTheObjectBeingBuiltIsReported) {
       },
       "generation \\w+\\), which refers to no live object of this pool");
 }
+
+struct Value {
+  static inline int alive = 0;
+  explicit Value(int v) : value(v) { ++alive; }
+  Value(Value&& other) noexcept : value(other.value) { ++alive; }
+  ~Value() { --alive; }
+  int value;
+};
+
+// A program that gives memory back as soon as compaction empties a chunk.
+TEST(PoolCompact, ShrinkFromTheMovedCallbackDoesNothingAndEveryObjectMoves) {
+  Value::alive = 0;
+  {
+    Pool<Value> pool(10, Growth::growable);  // chunks of 10, 10 and 20 slots
+    std::vector<Value*> all;
+    for (int i = 0; i < 26; ++i) all.push_back(pool.spawn(i));
+    ASSERT_EQ(pool.chunk_count(), 3u);
+    for (int i = 0; i < 26; ++i) {
+      if (i != 5 && i != 25) pool.despawn(all[i]);
+    }
+    std::vector<int> moved_values;
+    std::size_t released_in_callback = 0;
+    EXPECT_EQ(pool.compact([&](Value*, Value* to) {
+      moved_values.push_back(to->value);
+      released_in_callback += pool.shrink();
+    }),
+              2u);
+    EXPECT_EQ(moved_values, (std::vector<int>{25, 5}));
+    EXPECT_EQ(released_in_callback, 0u);
+    EXPECT_EQ(pool.size(), 2u);
+    EXPECT_EQ(Value::alive, 2);
+    std::vector<int> values;
+    for (const Value& v : pool) values.push_back(v.value);
+    EXPECT_EQ(values, (std::vector<int>{25, 5}));
+    EXPECT_EQ(pool.shrink(), 30 * sizeof(Value));
+  }
+  EXPECT_EQ(Value::alive, 0);
+}
