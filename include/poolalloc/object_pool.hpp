@@ -75,8 +75,8 @@ class Handle {
 
  private:
   friend class Pool<T>;
-  explicit Handle(detail::HandleTable::Key key) : key_(key) {}
-  detail::HandleTable::Key key_;
+  explicit Handle(detail::HandleKey key) : key_(key) {}
+  detail::HandleKey key_;
 };
 
 template <class T>
@@ -152,9 +152,10 @@ class Pool {
       check_untouched_since_despawn(slot, "spawn");
     // The generation moves first, so that handle_of(this) in the constructor gives the handle
     // that spawn's object has; a constructor that throws leaves it moved, so that such a handle
-    // never resolves.
-    handles_.spawned(slot);
+    // never resolves. The handle resolves once the constructor has returned.
+    const std::uint32_t id = handles_.spawned(slot);
     T* object = build_in(slot, std::forward<Args>(args)...);
+    handles_.set_object(id, object);
     note_spawned();
     return object;
   }
@@ -164,12 +165,12 @@ class Pool {
   void despawn(T* object) {
     if (object == nullptr) return;
     const std::uint32_t slot = slot_of_object(object, "despawn");
-    if (free_.is_free(slot) || building_ != nullptr) [[unlikely]] {
-      const bool free = free_.is_free(slot);
+    // Not the slot's live object: free, being built, or compact()'s source of a move.
+    if (handles_.object_in(slot) != object) [[unlikely]] {
+      if (is_dying(slot)) return;
       // destroyed by clear() already, before the despawning destructor
-      if (free && destroying_) return;
-      // an object is alive from when its constructor returns
-      if (free || is_building(slot)) fail_object("despawn", object, ", which is not alive");
+      if (destroying_ && free_.is_free(slot)) return;
+      fail_object("despawn", object, ", which is not alive");
     }
     if (is_dying(slot)) [[unlikely]]
       return;
@@ -180,12 +181,11 @@ class Pool {
   // and aborts.
   void despawn(Handle<T> handle) {
     if (handle == Handle<T>()) return;
-    const std::uint32_t slot = slot_of(handle);
-    if (slot == detail::SlotBitmap::kNone || building_ != nullptr) [[unlikely]] {
-      const bool none = slot == detail::SlotBitmap::kNone;
-      if (none && destroying_) return;  // as despawn(T*)
-      if (none || is_building(slot)) fail_handle("despawn", handle);
+    if (handles_.find(handle.key_) == nullptr) [[unlikely]] {
+      if (destroying_) return;  // as despawn(T*)
+      fail_handle("despawn", handle);
     }
+    const std::uint32_t slot = handles_.slot_of(handle.key_.id);
     if (is_dying(slot)) [[unlikely]]
       return;
     destroy_slot(slot);
@@ -220,10 +220,11 @@ class Pool {
     return Handle<T>(handles_.key_of(live_slot_of(object, "handle_of")));
   }
 
-  // The object `handle` refers to; nullptr once it was despawned, for a default handle, and for
-  // a handle of another pool.
-  [[nodiscard]] T* get(Handle<T> handle) { return find(handle); }
-  [[nodiscard]] const T* get(Handle<T> handle) const { return find(handle); }
+  // The object `handle` refers to; nullptr once it was despawned (from when its destructor has
+  // returned), before its constructor has returned, for a default handle, and for a handle of
+  // another pool. O(1): one index and one generation compare, as a slot map.
+  [[nodiscard]] T* get(Handle<T> handle) { return handles_.find(handle.key_); }
+  [[nodiscard]] const T* get(Handle<T> handle) const { return handles_.find(handle.key_); }
 
   // Calls f(object) for every live object, in slot order (address order within each chunk, and
   // so for a fixed pool). f may despawn the object it is given or others (one despawned before the
@@ -273,6 +274,7 @@ class Pool {
       handles_.moved(from, to);
       T* source = address_of(from);
       T* target = construct_moved(from, to, *source);
+      handles_.set_object(handles_.id_of(to), target);
       destroy_moved_from(from, to);
       free_.release(from);
       if (debug_) fill_freed(from);
@@ -515,17 +517,6 @@ class Pool {
     return nullptr;
   }
 
-  [[nodiscard]] std::uint32_t slot_of(Handle<T> handle) const {
-    const std::uint32_t slot = handles_.slot_of(handle.key_);
-    if (slot == detail::HandleTable::kNone || free_.is_free(slot)) return detail::SlotBitmap::kNone;
-    return slot;
-  }
-
-  [[nodiscard]] T* find(Handle<T> handle) const {
-    const std::uint32_t slot = slot_of(handle);
-    return slot == detail::SlotBitmap::kNone ? nullptr : address_of(slot);
-  }
-
   // The slot stays used while its destructor runs, so that nothing the destructor spawns takes
   // it; the destructor's own despawns of the object (directly, or through objects that own each
   // other) find it dying and are ignored.
@@ -536,6 +527,7 @@ class Pool {
       address_of(slot)->~T();
       dying_ = dying.outer;
     }
+    handles_.despawned(slot);
     if (debug_) [[unlikely]]
       fill_freed(slot);
     free_.release(slot);
@@ -699,7 +691,7 @@ class Pool {
   std::vector<Chunk> chunks_;
   Chunk first_chunk_{};  // chunks_.front(), or none: kept here, where spawn and despawn look first
   detail::SlotBitmap free_;
-  detail::HandleTable handles_;
+  detail::HandleTable<T> handles_;
   std::size_t size_ = 0;
   std::size_t peak_ = 0;
   Growth growth_;
