@@ -17,12 +17,13 @@
 //   aborts before any destructor runs. Debug checks (POOLALLOC_DEBUG, or DebugChecks::on) add
 //   fill patterns, and check on spawn that no despawned slot was written to.
 //
-// A fixed pool is one chunk of slots; a growable one adds a chunk as large as the pool so far
-// when full (64 slots when it has none: created with capacity 0, or without memory then), and
-// never moves an object to grow. Not thread-safe, by choice: use one pool per thread (or
-// Synchronized<Pool<T>>).
+// A fixed pool is one chunk of slots; a growable one adds a chunk as large as the pool so far, and
+// at least 64 slots, when full (or on reserve()), and never moves an object to grow; a slot's
+// address is found in O(1) however many chunks (detail/slot_chunks.hpp). Not thread-safe, by
+// choice: use one pool per thread (or Synchronized<Pool<T>>).
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +46,7 @@
 #include "detail/name.hpp"
 #include "detail/printing.hpp"
 #include "detail/slot_bitmap.hpp"
+#include "detail/slot_chunks.hpp"
 #include "fixed_pool.hpp"
 
 namespace poolalloc {
@@ -132,7 +134,7 @@ class Pool {
   // Destroys the live objects as clear() does, then frees the pool's memory.
   ~Pool() {
     destroy_objects();
-    for (const Chunk& chunk : chunks_) {
+    for (const Chunk& chunk : chunks_.chunks()) {
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
     }
   }
@@ -143,7 +145,7 @@ class Pool {
   [[nodiscard]] T* spawn(Args&&... args) {
     std::uint32_t slot = free_.take_lowest_free();
     if (slot == detail::SlotBitmap::kNone) [[unlikely]] {
-      if (growth_ == Growth::fixed || !add_chunk(capacity() == 0 ? kFirstGrowth : capacity())) {
+      if (growth_ == Growth::fixed || !add_chunk(growth())) {
         return nullptr;
       }
       slot = free_.take_lowest_free();
@@ -233,11 +235,11 @@ class Pool {
   // does nothing during the walk. O(capacity / 64 + live objects).
   template <class F>
   void for_each(F&& f) {
-    walk([&](std::uint32_t slot) { f(*address_of(slot)); });
+    walk_objects([&](std::uint32_t, T* object) { f(*object); });
   }
   template <class F>
   void for_each(F&& f) const {
-    walk([&](std::uint32_t slot) { f(std::as_const(*address_of(slot))); });
+    walk_objects([&](std::uint32_t, T* object) { f(std::as_const(*object)); });
   }
 
   [[nodiscard]] iterator begin() { return iterator(this, first_walk()); }
@@ -296,16 +298,25 @@ class Pool {
     if (walks_ > 0) return 0;
     const std::uint32_t highest = free_.highest_used_below(free_.size());
     std::size_t released = 0;
-    while (chunks_.size() > 1 &&
-           (highest == detail::SlotBitmap::kNone || highest < chunks_.back().first)) {
-      const Chunk& chunk = chunks_.back();
+    while (chunks_.count() > 1 &&
+           (highest == detail::SlotBitmap::kNone || highest < chunks_.chunks().back().first)) {
+      const Chunk chunk = chunks_.remove_last();
       released += std::size_t{chunk.count} * sizeof(T);
       free_.remove_slots_from(chunk.first);
       handles_.remove_slots_from(chunk.first);
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
-      chunks_.pop_back();
     }
     return released;
+  }
+
+  // Room for `count` objects without growing on the way (as plf::colony's reserve): a growable
+  // pool whose capacity() is below `count` adds one chunk of the slots missing (at least 64).
+  // Returns whether capacity() >= count: false for a fixed pool smaller than that, which never
+  // grows, and when the memory cannot be had (the pool as it was).
+  bool reserve(std::size_t count) {
+    if (count <= capacity()) return true;
+    if (growth_ == Growth::fixed) return false;
+    return add_chunk(std::max<std::size_t>(count - capacity(), detail::SlotChunks<T>::kLeastChunk));
   }
 
   void set_name(const char* name) { name_.set(name); }
@@ -319,7 +330,7 @@ class Pool {
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] std::size_t capacity() const { return free_.size(); }
   [[nodiscard]] std::size_t peak() const { return peak_; }
-  [[nodiscard]] std::size_t chunk_count() const { return chunks_.size(); }
+  [[nodiscard]] std::size_t chunk_count() const { return chunks_.count(); }
   [[nodiscard]] bool debug_checks() const { return debug_; }
 
   // `Pool "particles" (object 64 B): 10 live, 54 free of 64, peak 12, 1 chunk, debug checks off`
@@ -333,7 +344,13 @@ class Pool {
   }
 
  private:
-  static constexpr std::size_t kFirstGrowth = 64;
+  using Chunk = typename detail::SlotChunks<T>::Chunk;
+
+  // A growable pool's next chunk: as large as the pool, and at least 64 slots (as many as the
+  // first chunk of one created with none).
+  [[nodiscard]] std::size_t growth() const {
+    return std::max<std::size_t>(capacity(), detail::SlotChunks<T>::kLeastChunk);
+  }
 
   // A chain of slots through stack frames, innermost first (dying_, building_).
   struct Slots {
@@ -383,23 +400,9 @@ class Pool {
     detail::SlotBitmap::Walk walk_;
   };
 
-  struct Chunk {
-    T* slots;
-    std::uint32_t first;  // the slot number of slots[0]
-    std::uint32_t count;
-
-    [[nodiscard]] std::uintptr_t offset_of(const T* object) const {
-      return reinterpret_cast<std::uintptr_t>(object) - reinterpret_cast<std::uintptr_t>(slots);
-    }
-    [[nodiscard]] bool holds(const T* object) const {
-      return offset_of(object) < std::uintptr_t{count} * sizeof(T);
-    }
-  };
-
   void swap(Pool& other) noexcept {
     using std::swap;
     swap(chunks_, other.chunks_);
-    swap(first_chunk_, other.first_chunk_);
     swap(free_, other.free_);
     swap(handles_, other.handles_);
     swap(size_, other.size_);
@@ -424,7 +427,7 @@ class Pool {
     if (memory == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
     const bool reserved = detail::returns_without_bad_alloc([&] {
-      chunks_.reserve(chunks_.size() + 1);
+      chunks_.reserve(slots);
       free_.reserve(slots);
       handles_.reserve(slots);
     });
@@ -432,8 +435,7 @@ class Pool {
       ::operator delete (memory, std::align_val_t{alignof(T)});
       return false;
     }
-    chunks_.push_back({static_cast<T*>(memory), free_.size(), slots});
-    first_chunk_ = chunks_.front();
+    chunks_.add(static_cast<T*>(memory), slots);
     free_.add_free_slots(slots);
     handles_.add_slots(slots);
     if (debug_) {
@@ -442,14 +444,8 @@ class Pool {
     return true;
   }
 
-  // O(1) in the first chunk (all of a fixed pool), O(chunks) in the others.
-  [[nodiscard]] T* address_of(std::uint32_t slot) const {
-    if (slot < first_chunk_.count) [[likely]]
-      return first_chunk_.slots + slot;
-    const Chunk* chunk = chunks_.data() + 1;
-    while (slot - chunk->first >= chunk->count) ++chunk;
-    return chunk->slots + (slot - chunk->first);
-  }
+  // O(1), however many chunks.
+  [[nodiscard]] T* address_of(std::uint32_t slot) const { return chunks_.address_of(slot); }
 
   // Constructs spawn's T in slot `slot`, which the caller has taken; the slot counts as being built
   // meanwhile, so that walks, clear() and compact() from the constructor leave it alone.
@@ -484,7 +480,7 @@ class Pool {
   // The slot `object` points at the start of; reported as a fault of `operation` when it points
   // at none of this pool's.
   [[nodiscard]] std::uint32_t slot_of_object(const T* object, std::string_view operation) const {
-    const Chunk* chunk = first_chunk_.holds(object) ? &first_chunk_ : chunk_holding(object);
+    const Chunk* chunk = chunks_.chunk_holding(object);
     if (chunk == nullptr) fail_object(operation, object, " outside the pool");
     const std::uintptr_t offset = chunk->offset_of(object);
     if (offset % sizeof(T) != 0) fail_object(operation, object, " not at the start of a slot");
@@ -508,13 +504,6 @@ class Pool {
     const std::uint32_t slot = slot_of_object(object, operation);
     if (free_.is_free(slot)) fail_object(operation, object, ", which is not alive");
     return slot;
-  }
-
-  [[nodiscard]] const Chunk* chunk_holding(const T* object) const {
-    for (const Chunk& chunk : chunks_) {
-      if (chunk.holds(object)) return &chunk;
-    }
-    return nullptr;
   }
 
   // The slot stays used while its destructor runs, so that nothing the destructor spawns takes
@@ -546,19 +535,32 @@ class Pool {
     std::uint32_t& walks_;
   };
 
-  // free_.for_each_used(f) but for the slots being built, counted in walks_ while it runs. No slot
-  // is being built but those that were when the walk started: any constructor that f runs
-  // returns before the walk goes on.
-  template <class F>
-  void walk(F&& f) const {
+  // free_.for_each_used(f, on_word) but for the slots being built, counted in walks_ while it
+  // runs. No slot is being built but those that were when the walk started: any constructor that
+  // f runs returns before the walk goes on.
+  template <class F, class OnWord = void (*)(std::uint32_t)>
+  void walk(
+      F&& f, OnWord&& on_word = [](std::uint32_t) {}) const {
     const Walking walking(walks_);
     if (building_ == nullptr) [[likely]] {
-      free_.for_each_used(f);
+      free_.for_each_used(f, on_word);
     } else {
-      free_.for_each_used([&](std::uint32_t slot) {
-        if (!is_building(slot)) f(slot);
-      });
+      free_.for_each_used(
+          [&](std::uint32_t slot) {
+            if (!is_building(slot)) f(slot);
+          },
+          on_word);
     }
+  }
+
+  // walk(), calling f(slot, object): the addresses of a word's slots are found once a word. A
+  // chunk that f adds may change where a word's free slots lie, never its used ones, and the walk
+  // visits no slot of a word that was free when it began the word.
+  template <class F>
+  void walk_objects(F&& f) const {
+    typename detail::SlotChunks<T>::Place place{};
+    walk([&](std::uint32_t slot) { f(slot, place.address_of(slot)); },
+         [&](std::uint32_t word) { place = chunks_.place_of_word(word); });
   }
 
   // The iterators' first stop: the first used slot that is not being built.
@@ -688,8 +690,7 @@ class Pool {
     detail::fatal(message);
   }
 
-  std::vector<Chunk> chunks_;
-  Chunk first_chunk_{};  // chunks_.front(), or none: kept here, where spawn and despawn look first
+  detail::SlotChunks<T> chunks_;
   detail::SlotBitmap free_;
   detail::HandleTable<T> handles_;
   std::size_t size_ = 0;

@@ -99,11 +99,12 @@ struct Particle {
   float life;
 };
 
-// 20 bytes and one bit per slot (a handle's entry of 16 bytes and the slot's id), and a few words
-// per chunk (its entry in the pool's list of
-// chunks, the bitmap's summary and sentinel words).
+// 20 bytes and one bit per slot (a handle's entry of 16 bytes and the slot's id), 3 more bits once
+// there are two chunks (a record of 24 bytes per 64 slots: where their chunk lies), and a few
+// words per chunk (its entry in the pool's list of chunks, the bitmap's summary and sentinel
+// words).
 std::size_t promised_beside_the_slots(std::size_t slots, std::size_t chunks) {
-  return 20 * slots + slots / 8 + 64 * chunks;
+  return 20 * slots + slots / 8 + (chunks > 1 ? slots * 3 / 8 : 0) + 64 * chunks;
 }
 
 // Tables grown by doubling to 16,384 entries would spend 33 bytes per slot of a pool of 10,000.
