@@ -153,6 +153,49 @@ void iterate_colony(benchmark::State& state) {
   });
 }
 
+// A walk that needs each object's handle too (to queue an event about it, say): each() gives it,
+// where a plain walk calls handle_of per object. Items are live objects.
+void iterate_handles_pool_each(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool(kEntities);
+  fill_half([&](std::uint32_t id) { return pool.spawn(id); }, [&](Entity* e) { pool.despawn(e); });
+  iterate(state, [&] {
+    std::uint64_t sum = 0;
+    pool.each([&](poolalloc::Handle<Entity> h, Entity& e) {
+      touch(e);
+      sum += h.packed();
+    });
+    benchmark::DoNotOptimize(sum);
+  });
+}
+
+void iterate_handles_pool_handle_of(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool(kEntities);
+  fill_half([&](std::uint32_t id) { return pool.spawn(id); }, [&](Entity* e) { pool.despawn(e); });
+  iterate(state, [&] {
+    std::uint64_t sum = 0;
+    for (Entity& e : pool) {
+      touch(e);
+      sum += pool.handle_of(&e).packed();
+    }
+    benchmark::DoNotOptimize(sum);
+  });
+}
+
+// colony's handle of an element is its iterator (or pointer): the walk yields it for free.
+void iterate_handles_colony(benchmark::State& state) {
+  plf::colony<Entity> colony;
+  fill_half([&](std::uint32_t id) { return colony.emplace(id); },
+            [&](plf::colony<Entity>::iterator e) { colony.erase(e); });
+  iterate(state, [&] {
+    std::uint64_t sum = 0;
+    for (auto it = colony.begin(); it != colony.end(); ++it) {
+      touch(*it);
+      sum += reinterpret_cast<std::uintptr_t>(&*it);
+    }
+    benchmark::DoNotOptimize(sum);
+  });
+}
+
 // The same objects as the pool's, reached through a vector of pointers in address order.
 void iterate_vector_of_pointers(benchmark::State& state) {
   poolalloc::Pool<Entity> pool(kEntities);
@@ -406,6 +449,9 @@ BENCHMARK(churn_new_delete);
 BENCHMARK(iterate_pool_for_each);
 BENCHMARK(iterate_colony);
 BENCHMARK(iterate_vector_of_pointers);
+BENCHMARK(iterate_handles_pool_each);
+BENCHMARK(iterate_handles_pool_handle_of);
+BENCHMARK(iterate_handles_colony);
 BENCHMARK(resolve_pool_get);
 BENCHMARK(resolve_slot_map_get);
 BENCHMARK(resolve_pool_get_read);

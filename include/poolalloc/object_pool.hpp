@@ -242,6 +242,22 @@ class Pool {
     walk_objects([&](std::uint32_t, T* object) { f(std::as_const(*object)); });
   }
 
+  // for_each, giving f(handle, object) each object with its handle (as EnTT's view.each()): the
+  // handle is read from the slot's entry, without the search for the object's chunk and the check
+  // that handle_of(object) makes. Under for_each's rules: f may despawn the object it is given or
+  // others, what it spawns may or may not be visited, shrink() does nothing meanwhile.
+  template <class F>
+  void each(F&& f) {
+    walk_objects(
+        [&](std::uint32_t slot, T* object) { f(Handle<T>(handles_.key_of(slot)), *object); });
+  }
+  template <class F>
+  void each(F&& f) const {
+    walk_objects([&](std::uint32_t slot, T* object) {
+      f(Handle<T>(handles_.key_of(slot)), std::as_const(*object));
+    });
+  }
+
   [[nodiscard]] iterator begin() { return iterator(this, first_walk()); }
   [[nodiscard]] iterator end() { return iterator(); }
   [[nodiscard]] const_iterator begin() const { return const_iterator(this, first_walk()); }
