@@ -162,6 +162,37 @@ class Pool {
     return object;
   }
 
+  // Spawns an object that `handle` refers to, for loading what another pool (another run of the
+  // program, a saved game, a server) gave out: the object goes into the slot of the handle's id
+  // and the id takes the handle's generation, so that the saved handle, and every copy of it,
+  // resolves here. nullptr when the id is taken (its object lives, or is being built), for a
+  // default handle, and when the id lies beyond a fixed pool's slots or a growable one cannot grow
+  // to it; a growable pool grows to hold the id (call reserve() first for a whole level). Meant
+  // for a pool that loads (a new one, or cleared): a handle that this pool gave out for the id
+  // with the same generation resolves to the new object too. O(1) but for the growth; if T's
+  // constructor throws, as spawn().
+  template <class... Args>
+  [[nodiscard]] T* spawn_at(Handle<T> handle, Args&&... args) {
+    const detail::HandleKey key = handle.key_;
+    if (key.id >= detail::SlotBitmap::kNone - 1) return nullptr;  // the default handle's id too
+    const std::uint32_t slot = key.id < handles_.ids() ? handles_.slot_of(key.id) : key.id;
+    if (slot >= capacity()) {
+      if (growth_ == Growth::fixed ||
+          !add_chunk(std::max(std::size_t{slot} + 1 - capacity(), growth()))) {
+        return nullptr;
+      }
+    }
+    if (!free_.is_free(slot)) return nullptr;
+    if (debug_) [[unlikely]]
+      check_untouched_since_despawn(slot, "spawn_at");
+    free_.take(slot);
+    handles_.spawned_as(key);
+    T* object = build_in(slot, std::forward<Args>(args)...);
+    handles_.set_object(key.id, object);
+    note_spawned();
+    return object;
+  }
+
   // nullptr is ignored; a pointer to no live object of this pool is reported before any
   // destructor runs.
   void despawn(T* object) {
