@@ -100,6 +100,10 @@ class Pool {
   };
   using UniquePtr = std::unique_ptr<T, Despawner>;
 
+  // An empty growable pool, as a member or a container's element: it holds no memory until its
+  // first spawn (or reserve()), which gives it 64 slots.
+  Pool() : Pool(0, Growth::growable) {}
+
   // Check capacity() for failure: 0 when the memory could not be had.
   explicit Pool(std::size_t capacity, Growth growth = Growth::fixed,
                 DebugChecks debug = kDefaultDebugChecks)

@@ -138,6 +138,28 @@ TEST(Pool, AGrowablePoolKeepsSpawningAndNeverMovesObjects) {
   EXPECT_EQ(pool.size(), 0u);
 }
 
+static_assert(std::is_default_constructible_v<Pool<Counted>>);
+
+// As a member of an engine's level, which builds its pools before it knows their sizes.
+struct LevelOfPools {
+  Pool<Counted> enemies;
+  Pool<Counted> pickups;
+};
+
+TEST(Pool, ADefaultConstructedPoolIsAnEmptyGrowablePool) {
+  LevelOfPools level;
+  EXPECT_EQ(level.enemies.capacity(), 0u);
+  EXPECT_EQ(level.enemies.size(), 0u);
+  EXPECT_EQ(level.enemies.chunk_count(), 0u);
+  EXPECT_EQ(level.enemies.debug_checks(), poolalloc::kDefaultDebugChecks == DebugChecks::on);
+  for (int i = 0; i < 100; ++i) ASSERT_NE(level.enemies.spawn(i), nullptr);
+  EXPECT_EQ(level.enemies.capacity(), 128u);  // 64, then 64
+  EXPECT_TRUE(level.pickups.reserve(1000));
+  std::vector<Pool<Counted>> pools(3);
+  EXPECT_NE(pools[2].spawn(1), nullptr);
+  level.enemies.clear();
+}
+
 TEST(Pool, AGrowablePoolCreatedEmptyGrowsOnItsFirstSpawn) {
   Pool<Counted> pool(0, Growth::growable);
   EXPECT_EQ(pool.capacity(), 0u);

@@ -117,6 +117,16 @@ TEST(PoolMemory, SpendsTwentyBytesAndOneBitPerSlotBesideItsSlots) {
   EXPECT_LE(beside, promised_beside_the_slots(10000, 1));
 }
 
+TEST(PoolMemory, ADefaultConstructedPoolHoldsNoMemoryUntilItsFirstSpawn) {
+  const std::size_t before = live_bytes;
+  Pool<Particle> pool;
+  EXPECT_EQ(live_bytes, before);
+  EXPECT_EQ(pool.capacity(), 0u);
+  ASSERT_NE(pool.spawn(), nullptr);
+  EXPECT_EQ(pool.capacity(), 64u);
+  EXPECT_GT(live_bytes, before);
+}
+
 TEST(PoolMemory, AGrownPoolSpendsTwentyBytesAndOneBitPerSlotBesideItsSlots) {
   const std::size_t before = live_bytes;
   Pool<Particle> pool(100, Growth::growable);
