@@ -511,3 +511,47 @@ TEST(PoolCompact, ShrinkFromTheMovedCallbackDoesNothingAndEveryObjectMoves) {
   }
   EXPECT_EQ(Value::alive, 0);
 }
+
+struct Shield {
+  int strength = 100;
+};
+
+// Owns a shield of another pool by handle; its move takes the handle when `takes` is set, and
+// copies it otherwise (the mistake that the documentation warns of).
+struct Turret {
+  static inline int destroyed = 0;
+  Turret(Pool<Shield>& shields, bool takes)
+      : shields(&shields), takes(takes), shield(shields.handle_of(shields.spawn())) {}
+  Turret(Turret&& other) noexcept
+      : shields(other.shields),
+        takes(other.takes),
+        shield(other.takes ? std::exchange(other.shield, {}) : other.shield) {}
+  ~Turret() {
+    ++destroyed;
+    shields->despawn(shield);
+  }
+  Pool<Shield>* shields;
+  bool takes;
+  Handle<Shield> shield;
+};
+
+TEST(PoolCompact, RunsTheMovedFromObjectsDestructorWhichReleasesWhatTheMoveLeftItOwning) {
+  for (const bool takes : {true, false}) {
+    Turret::destroyed = 0;
+    Pool<Shield> shields(8);
+    Pool<Turret> turrets(8);
+    Turret* first = turrets.spawn(shields, takes);
+    const Handle<Turret> last = turrets.handle_of(turrets.spawn(shields, takes));
+    turrets.despawn(first);
+    ASSERT_EQ(turrets.compact(), 1u);
+    EXPECT_EQ(Turret::destroyed, 2);  // the despawned turret and the moved-from one
+    if (takes) {                      // the pattern of toolkit.md: the shield stays alive and owned
+      EXPECT_EQ(shields.size(), 1u);
+      EXPECT_NE(shields.get(turrets.get(last)->shield), nullptr);
+    } else {  // a copied handle: the moved-from destructor despawned the shield
+      EXPECT_EQ(shields.size(), 0u);
+      EXPECT_EQ(shields.get(turrets.get(last)->shield), nullptr);
+      turrets.get(last)->shield = {};  // nothing left to despawn
+    }
+  }
+}
