@@ -200,10 +200,15 @@ class Pool {
   // nullptr is ignored; a pointer to no live object of this pool is reported before any
   // destructor runs.
   void despawn(T* object) {
-    if (object == nullptr) return;
-    const std::uint32_t slot = slot_of_object(object, "despawn");
+    const Chunk* chunk = chunks_.chunk_holding(object);
+    if (chunk == nullptr) [[unlikely]] {
+      if (object == nullptr) return;
+      fail_object("despawn", object, " outside the pool");
+    }
+    const std::uint32_t slot = slot_in(*chunk, object, "despawn");
+    const std::uint32_t id = handles_.id_of(slot);
     // Not the slot's live object: free, being built, or compact()'s source of a move.
-    if (handles_.object_in(slot) != object) [[unlikely]] {
+    if (handles_.object_of(id) != object) [[unlikely]] {
       if (is_dying(slot)) return;
       // destroyed by clear() already, before the despawning destructor
       if (destroying_ && free_.is_free(slot)) return;
@@ -211,7 +216,7 @@ class Pool {
     }
     if (is_dying(slot)) [[unlikely]]
       return;
-    destroy_slot(slot);
+    destroy_slot(slot, id);
   }
 
   // A default handle is ignored, like nullptr; a stale handle, or one of another pool, is reported
@@ -225,7 +230,7 @@ class Pool {
     const std::uint32_t slot = handles_.slot_of(handle.key_.id);
     if (is_dying(slot)) [[unlikely]]
       return;
-    destroy_slot(slot);
+    destroy_slot(slot, handle.key_.id);
   }
 
   // Destroys every live object, in slot order, each once. A destructor may despawn other objects
@@ -238,7 +243,7 @@ class Pool {
     const bool outer = std::exchange(destroying_, true);
     while (size_ > dying_count()) {
       walk([this](std::uint32_t slot) {
-        if (!is_dying(slot)) destroy_slot(slot);
+        if (!is_dying(slot)) destroy_slot(slot, handles_.id_of(slot));
       });
     }
     destroying_ = outer;
@@ -533,9 +538,16 @@ class Pool {
   [[nodiscard]] std::uint32_t slot_of_object(const T* object, std::string_view operation) const {
     const Chunk* chunk = chunks_.chunk_holding(object);
     if (chunk == nullptr) fail_object(operation, object, " outside the pool");
-    const std::uintptr_t offset = chunk->offset_of(object);
+    return slot_in(*chunk, object, operation);
+  }
+
+  // The slot of `chunk` that `object` points at the start of; reported as a fault of `operation`
+  // when it points inside one.
+  [[nodiscard]] std::uint32_t slot_in(const Chunk& chunk, const T* object,
+                                      std::string_view operation) const {
+    const std::uintptr_t offset = chunk.offset_of(object);
     if (offset % sizeof(T) != 0) fail_object(operation, object, " not at the start of a slot");
-    return chunk->first + static_cast<std::uint32_t>(offset / sizeof(T));
+    return chunk.first + static_cast<std::uint32_t>(offset / sizeof(T));
   }
 
   // compact()'s move of `source` from slot `from` into slot `to`, which it has taken and moved
@@ -560,14 +572,15 @@ class Pool {
   // The slot stays used while its destructor runs, so that nothing the destructor spawns takes
   // it; the destructor's own despawns of the object (directly, or through objects that own each
   // other) find it dying and are ignored.
-  void destroy_slot(std::uint32_t slot) {
+  // `id` is the slot's (no compaction runs while a destructor does, so it stays the slot's).
+  void destroy_slot(std::uint32_t slot, std::uint32_t id) {
     if constexpr (!std::is_trivially_destructible_v<T>) {
       Slots dying{slot, dying_};
       dying_ = &dying;
       address_of(slot)->~T();
       dying_ = dying.outer;
     }
-    handles_.despawned(slot);
+    handles_.set_object(id, nullptr);
     if (debug_) [[unlikely]]
       fill_freed(slot);
     free_.release(slot);

@@ -64,9 +64,9 @@ class HandleTable {
   [[nodiscard]] std::uint32_t generation_of(std::uint32_t id) const {
     return by_id_[id].generation;
   }
-  // The object of `slot` while it lives (from when its constructor returned to when its
-  // destructor did), else nullptr.
-  [[nodiscard]] T* object_in(std::uint32_t slot) const { return by_id_[id_of(slot)].object; }
+  // The object of `id` while it lives (from when its constructor returned to when its destructor
+  // did), else nullptr.
+  [[nodiscard]] T* object_of(std::uint32_t id) const { return by_id_[id].object; }
 
   // A new object in `slot`: handles taken of the id's earlier objects stop matching. Returns the
   // id, whose object the caller sets once built.
@@ -80,7 +80,6 @@ class HandleTable {
   void spawned_as(Key key) { by_id_[key.id].generation = key.generation; }
 
   void set_object(std::uint32_t id, T* object) { by_id_[id].object = object; }
-  void despawned(std::uint32_t slot) { by_id_[id_of(slot)].object = nullptr; }
 
   [[nodiscard]] Key key_of(std::uint32_t slot) const {
     const std::uint32_t id = id_of(slot);
