@@ -12,6 +12,13 @@
 //            (PoolResource, or foonathan's memory_pool behind the same virtual calls): 10,000 keys
 //            inserted, looked up and erased, each in its own random order (the same keys for both);
 //            items are the 30,000 operations.
+//   resolve: 1,000,000 handles drawn at random from 100,000 live entities, each resolved (and,
+//            in the _read variants, one field of the entity read); items are handles. Against
+//            the classic slot map, written below.
+//   grown:   a growable Pool<T> grown from 64 slots by spawning 100,000 entities (12 chunks),
+//            against one created at the capacity that reached: iterate over, and resolve the
+//            handles of, the 50,000 left after a random half was despawned (items are objects),
+//            and a spawn burst of 100,000 into the empty pool, cleared after (items are spawns).
 // scripts/toolkit-anchors.sh turns the medians into ns per item and ratios to the toolkit's.
 #include <poolalloc/fixed_pool.hpp>
 #include <poolalloc/frame_allocator.hpp>
@@ -154,6 +161,49 @@ void iterate_colony(benchmark::State& state) {
   });
 }
 
+// A walk that needs each object's handle too (to queue an event about it, say): each() gives it,
+// where a plain walk calls handle_of per object. Items are live objects.
+void iterate_handles_pool_each(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool(kEntities);
+  fill_half([&](std::uint32_t id) { return pool.spawn(id); }, [&](Entity* e) { pool.despawn(e); });
+  iterate(state, [&] {
+    std::uint64_t sum = 0;
+    pool.each([&](poolalloc::Handle<Entity> h, Entity& e) {
+      touch(e);
+      sum += h.packed();
+    });
+    benchmark::DoNotOptimize(sum);
+  });
+}
+
+void iterate_handles_pool_handle_of(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool(kEntities);
+  fill_half([&](std::uint32_t id) { return pool.spawn(id); }, [&](Entity* e) { pool.despawn(e); });
+  iterate(state, [&] {
+    std::uint64_t sum = 0;
+    for (Entity& e : pool) {
+      touch(e);
+      sum += pool.handle_of(&e).packed();
+    }
+    benchmark::DoNotOptimize(sum);
+  });
+}
+
+// colony's handle of an element is its iterator (or pointer): the walk yields it for free.
+void iterate_handles_colony(benchmark::State& state) {
+  plf::colony<Entity> colony;
+  fill_half([&](std::uint32_t id) { return colony.emplace(id); },
+            [&](plf::colony<Entity>::iterator e) { colony.erase(e); });
+  iterate(state, [&] {
+    std::uint64_t sum = 0;
+    for (auto it = colony.begin(); it != colony.end(); ++it) {
+      touch(*it);
+      sum += reinterpret_cast<std::uintptr_t>(&*it);
+    }
+    benchmark::DoNotOptimize(sum);
+  });
+}
+
 // The same objects as the pool's, reached through a vector of pointers in address order.
 void iterate_vector_of_pointers(benchmark::State& state) {
   poolalloc::Pool<Entity> pool(kEntities);
@@ -163,6 +213,176 @@ void iterate_vector_of_pointers(benchmark::State& state) {
   iterate(state, [&] {
     for (Entity* e : live) touch(*e);
   });
+}
+
+// ---- resolve -----------------------------------------------------------------------------------
+
+constexpr int kResolveObjects = 100'000;
+constexpr int kResolves = 1'000'000;
+
+// The classic slot map: a vector of {generation, value}, the free entries linked through their
+// indices; a key is an index and the generation it was made with, which erase() moves on.
+template <class V>
+class SlotMap {
+ public:
+  struct Key {
+    std::uint32_t index;
+    std::uint32_t generation;
+  };
+
+  Key insert(const V& value) {
+    std::uint32_t index = free_;
+    if (index == kNone) {
+      index = static_cast<std::uint32_t>(entries_.size());
+      entries_.push_back({0, kNone, value});
+    } else {
+      free_ = entries_[index].next_free;
+      entries_[index].value = value;
+    }
+    return {index, entries_[index].generation};
+  }
+  void erase(Key key) {
+    Entry& entry = entries_[key.index];
+    ++entry.generation;
+    entry.next_free = free_;
+    free_ = key.index;
+  }
+  V* get(Key key) {
+    if (key.index >= entries_.size()) return nullptr;
+    Entry& entry = entries_[key.index];
+    return entry.generation == key.generation ? &entry.value : nullptr;
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  struct Entry {
+    std::uint32_t generation;
+    std::uint32_t next_free;
+    V value;
+  };
+  std::vector<Entry> entries_;
+  std::uint32_t free_ = kNone;
+};
+
+// `count` picks of `keys`, at random (one sequence, fixed seed).
+template <class Key>
+std::vector<Key> draw(const std::vector<Key>& keys, int count) {
+  std::mt19937 random(2024);
+  std::uniform_int_distribution<std::size_t> pick(0, keys.size() - 1);
+  std::vector<Key> drawn(static_cast<std::size_t>(count));
+  for (Key& key : drawn) key = keys[pick(random)];
+  return drawn;
+}
+
+// get(key) for every key; with Read, one field of each entity found is read too.
+template <bool Read, class Key, class Get>
+void resolve(benchmark::State& state, const std::vector<Key>& keys, Get get) {
+  for (auto _ : state) {
+    std::uintptr_t sum = 0;
+    for (const Key& key : keys) {
+      Entity* e = get(key);
+      if constexpr (Read) {
+        sum += e->id;
+      } else {
+        sum += reinterpret_cast<std::uintptr_t>(e);
+      }
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(keys.size()));
+}
+
+template <bool Read>
+void resolve_pool(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool(kResolveObjects);
+  std::vector<poolalloc::Handle<Entity>> handles;
+  for (int i = 0; i < kResolveObjects; ++i) {
+    handles.push_back(pool.handle_of(pool.spawn(static_cast<std::uint32_t>(i))));
+  }
+  resolve<Read>(state, draw(handles, kResolves),
+                [&](poolalloc::Handle<Entity> h) { return pool.get(h); });
+}
+
+template <bool Read>
+void resolve_slot_map(benchmark::State& state) {
+  SlotMap<Entity> map;
+  std::vector<SlotMap<Entity>::Key> keys;
+  for (int i = 0; i < kResolveObjects; ++i) {
+    keys.push_back(map.insert(Entity(static_cast<std::uint32_t>(i))));
+  }
+  resolve<Read>(state, draw(keys, kResolves), [&](SlotMap<Entity>::Key k) { return map.get(k); });
+}
+
+void resolve_pool_get(benchmark::State& state) {
+  resolve_pool<false>(state);
+}
+void resolve_slot_map_get(benchmark::State& state) {
+  resolve_slot_map<false>(state);
+}
+void resolve_pool_get_read(benchmark::State& state) {
+  resolve_pool<true>(state);
+}
+void resolve_slot_map_get_read(benchmark::State& state) {
+  resolve_slot_map<true>(state);
+}
+
+// ---- grown -------------------------------------------------------------------------------------
+
+constexpr int kGrownObjects = 100'000;
+
+poolalloc::Pool<Entity> grown_pool() {
+  poolalloc::Pool<Entity> pool(64, poolalloc::Growth::growable);
+  for (int i = 0; i < kGrownObjects; ++i) (void)pool.spawn(static_cast<std::uint32_t>(i));
+  pool.clear();
+  return pool;
+}
+
+poolalloc::Pool<Entity> full_size_pool() {
+  static const std::size_t capacity = grown_pool().capacity();
+  return poolalloc::Pool<Entity>(capacity, poolalloc::Growth::growable);
+}
+
+// Spawns kGrownObjects and despawns a random half (one permutation, fixed seed); returns the
+// handles of the others, in a random order.
+std::vector<poolalloc::Handle<Entity>> spawn_half(poolalloc::Pool<Entity>& pool) {
+  std::vector<poolalloc::Handle<Entity>> handles;
+  for (int i = 0; i < kGrownObjects; ++i) {
+    handles.push_back(pool.handle_of(pool.spawn(static_cast<std::uint32_t>(i))));
+  }
+  std::shuffle(handles.begin(), handles.end(), std::mt19937(2024));
+  for (int i = 0; i < kGrownObjects / 2; ++i) pool.despawn(handles[i]);
+  handles.erase(handles.begin(), handles.begin() + kGrownObjects / 2);
+  return handles;
+}
+
+template <poolalloc::Pool<Entity> (*Make)()>
+void grown_iterate(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool = Make();
+  (void)spawn_half(pool);
+  for (auto _ : state) {
+    pool.for_each(touch);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(pool.size()));
+}
+
+template <poolalloc::Pool<Entity> (*Make)()>
+void grown_resolve(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool = Make();
+  const std::vector<poolalloc::Handle<Entity>> handles = spawn_half(pool);
+  resolve<true>(state, handles, [&](poolalloc::Handle<Entity> h) { return pool.get(h); });
+}
+
+template <poolalloc::Pool<Entity> (*Make)()>
+void grown_spawn_burst(benchmark::State& state) {
+  poolalloc::Pool<Entity> pool = Make();
+  for (auto _ : state) {
+    for (int i = 0; i < kGrownObjects; ++i) {
+      benchmark::DoNotOptimize(pool.spawn(static_cast<std::uint32_t>(i)));
+    }
+    pool.clear();
+  }
+  state.SetItemsProcessed(state.iterations() * kGrownObjects);
 }
 
 // ---- frame -------------------------------------------------------------------------------------
@@ -319,6 +539,19 @@ BENCHMARK(churn_new_delete);
 BENCHMARK(iterate_pool_for_each);
 BENCHMARK(iterate_colony);
 BENCHMARK(iterate_vector_of_pointers);
+BENCHMARK(iterate_handles_pool_each);
+BENCHMARK(iterate_handles_pool_handle_of);
+BENCHMARK(iterate_handles_colony);
+BENCHMARK(resolve_pool_get);
+BENCHMARK(resolve_slot_map_get);
+BENCHMARK(resolve_pool_get_read);
+BENCHMARK(resolve_slot_map_get_read);
+BENCHMARK(grown_iterate<grown_pool>)->Name("grown_iterate_grown");
+BENCHMARK(grown_iterate<full_size_pool>)->Name("grown_iterate_full_size");
+BENCHMARK(grown_resolve<grown_pool>)->Name("grown_resolve_grown");
+BENCHMARK(grown_resolve<full_size_pool>)->Name("grown_resolve_full_size");
+BENCHMARK(grown_spawn_burst<grown_pool>)->Name("grown_spawn_burst_grown");
+BENCHMARK(grown_spawn_burst<full_size_pool>)->Name("grown_spawn_burst_full_size");
 BENCHMARK(frame_frame_allocator);
 BENCHMARK(frame_stack_allocator);
 BENCHMARK(frame_foonathan_memory_stack);

@@ -45,6 +45,25 @@ groups = [
         ("poolalloc Pool<T> range-for", "iterate_pool_range_for"),
         ("plf::colony range-for", "iterate_colony"),
         ("std::vector<T*> of the same objects", "iterate_vector_of_pointers")]),
+    ("iterate with handles: 5,000 live of 10,000, touching each, reading its handle", [
+        ("poolalloc Pool<T>::each", "iterate_handles_pool_each"),
+        ("poolalloc Pool<T> range-for calling handle_of", "iterate_handles_pool_handle_of"),
+        ("plf::colony range-for (the iterator is the handle)", "iterate_handles_colony")]),
+    ("resolve: 1 M random handles of 100,000 live objects (get)", [
+        ("poolalloc Pool<T>::get", "resolve_pool_get"),
+        ("classic slot map", "resolve_slot_map_get")]),
+    ("resolve and read a field of the object", [
+        ("poolalloc Pool<T>::get", "resolve_pool_get_read"),
+        ("classic slot map", "resolve_slot_map_get_read")]),
+    ("grown from 64 slots to 100,000 objects vs created at full size: iterate 50,000", [
+        ("poolalloc Pool<T> created at full size", "grown_iterate_full_size"),
+        ("poolalloc Pool<T> grown", "grown_iterate_grown")]),
+    ("... resolve 50,000 handles (get and read)", [
+        ("poolalloc Pool<T> created at full size", "grown_resolve_full_size"),
+        ("poolalloc Pool<T> grown", "grown_resolve_grown")]),
+    ("... spawn a burst of 100,000, then clear()", [
+        ("poolalloc Pool<T> created at full size", "grown_spawn_burst_full_size"),
+        ("poolalloc Pool<T> grown", "grown_spawn_burst_grown")]),
     ("frame: 1,000 allocations of 8-256 B, then reset", [
         ("poolalloc FrameAllocator", "frame_frame_allocator"),
         ("poolalloc StackAllocator (to a marker)", "frame_stack_allocator"),

@@ -10,17 +10,20 @@
 // - compact() moves live objects down into the free slots below them.
 // - clear(), and destroying the pool, destroy the objects still alive, whose destructors may
 //   despawn and spawn; with debug checks the destruction first lists them (set_leak_report).
+// - An object is alive from when its constructor returns: walks and clear() from the constructor
+//   leave the object being built alone, and compact() from it does nothing.
 // - shrink() gives back empty trailing chunks; a move takes the objects along without moving them.
 // - Always on: despawn of a pointer not live in this pool, or of a stale handle, is reported and
 //   aborts before any destructor runs. Debug checks (POOLALLOC_DEBUG, or DebugChecks::on) add
 //   fill patterns, and check on spawn that no despawned slot was written to.
 //
-// A fixed pool is one chunk of slots; a growable one adds a chunk as large as the pool so far
-// when full (64 slots when it has none: created with capacity 0, or without memory then), and
-// never moves an object to grow. Not thread-safe, by choice: use one pool per thread (or
-// Synchronized<Pool<T>>).
+// A fixed pool is one chunk of slots; a growable one adds a chunk as large as the pool so far, and
+// at least 64 slots, when full (or on reserve()), and never moves an object to grow; a slot's
+// address is found in O(1) however many chunks (detail/slot_chunks.hpp). Not thread-safe, by
+// choice: use one pool per thread (or Synchronized<Pool<T>>).
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +46,7 @@
 #include "detail/name.hpp"
 #include "detail/printing.hpp"
 #include "detail/slot_bitmap.hpp"
+#include "detail/slot_chunks.hpp"
 #include "fixed_pool.hpp"
 
 namespace poolalloc {
@@ -73,8 +77,8 @@ class Handle {
 
  private:
   friend class Pool<T>;
-  explicit Handle(detail::HandleTable::Key key) : key_(key) {}
-  detail::HandleTable::Key key_;
+  explicit Handle(detail::HandleKey key) : key_(key) {}
+  detail::HandleKey key_;
 };
 
 template <class T>
@@ -95,6 +99,10 @@ class Pool {
     void operator()(T* object) const { pool->despawn(object); }
   };
   using UniquePtr = std::unique_ptr<T, Despawner>;
+
+  // An empty growable pool, as a member or a container's element: it holds no memory until its
+  // first spawn (or reserve()), which gives it 64 slots.
+  Pool() : Pool(0, Growth::growable) {}
 
   // Check capacity() for failure: 0 when the memory could not be had.
   explicit Pool(std::size_t capacity, Growth growth = Growth::fixed,
@@ -130,7 +138,7 @@ class Pool {
   // Destroys the live objects as clear() does, then frees the pool's memory.
   ~Pool() {
     destroy_objects();
-    for (const Chunk& chunk : chunks_) {
+    for (const Chunk& chunk : chunks_.chunks()) {
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
     }
   }
@@ -141,7 +149,7 @@ class Pool {
   [[nodiscard]] T* spawn(Args&&... args) {
     std::uint32_t slot = free_.take_lowest_free();
     if (slot == detail::SlotBitmap::kNone) [[unlikely]] {
-      if (growth_ == Growth::fixed || !add_chunk(capacity() == 0 ? kFirstGrowth : capacity())) {
+      if (growth_ == Growth::fixed || !add_chunk(growth())) {
         return nullptr;
       }
       slot = free_.take_lowest_free();
@@ -150,9 +158,41 @@ class Pool {
       check_untouched_since_despawn(slot, "spawn");
     // The generation moves first, so that handle_of(this) in the constructor gives the handle
     // that spawn's object has; a constructor that throws leaves it moved, so that such a handle
-    // never resolves.
-    handles_.spawned(slot);
-    T* object = construct_in(slot, std::forward<Args>(args)...);
+    // never resolves. The handle resolves once the constructor has returned.
+    const std::uint32_t id = handles_.spawned(slot);
+    T* object = build_in(slot, std::forward<Args>(args)...);
+    handles_.set_object(id, object);
+    note_spawned();
+    return object;
+  }
+
+  // Spawns an object that `handle` refers to, for loading what another pool (another run of the
+  // program, a saved game, a server) gave out: the object goes into the slot of the handle's id
+  // and the id takes the handle's generation, so that the saved handle, and every copy of it,
+  // resolves here. nullptr when the id is taken (its object lives, or is being built), for a
+  // default handle, and when the id lies beyond a fixed pool's slots or a growable one cannot grow
+  // to it; a growable pool grows to hold the id (call reserve() first for a whole level). Meant
+  // for a pool that loads (a new one, or cleared): a handle that this pool gave out for the id
+  // with the same generation resolves to the new object too. O(1) but for the growth; if T's
+  // constructor throws, as spawn().
+  template <class... Args>
+  [[nodiscard]] T* spawn_at(Handle<T> handle, Args&&... args) {
+    const detail::HandleKey key = handle.key_;
+    if (key.id >= detail::SlotBitmap::kNone - 1) return nullptr;  // the default handle's id too
+    const std::uint32_t slot = key.id < handles_.ids() ? handles_.slot_of(key.id) : key.id;
+    if (slot >= capacity()) {
+      if (growth_ == Growth::fixed ||
+          !add_chunk(std::max(std::size_t{slot} + 1 - capacity(), growth()))) {
+        return nullptr;
+      }
+    }
+    if (!free_.is_free(slot)) return nullptr;
+    if (debug_) [[unlikely]]
+      check_untouched_since_despawn(slot, "spawn_at");
+    free_.take(slot);
+    handles_.spawned_as(key);
+    T* object = build_in(slot, std::forward<Args>(args)...);
+    handles_.set_object(key.id, object);
     note_spawned();
     return object;
   }
@@ -160,41 +200,50 @@ class Pool {
   // nullptr is ignored; a pointer to no live object of this pool is reported before any
   // destructor runs.
   void despawn(T* object) {
-    if (object == nullptr) return;
-    const std::uint32_t slot = slot_of_object(object, "despawn");
-    if (free_.is_free(slot)) [[unlikely]] {
-      if (destroying_) return;  // destroyed by clear() already, before the despawning destructor
+    const Chunk* chunk = chunks_.chunk_holding(object);
+    if (chunk == nullptr) [[unlikely]] {
+      if (object == nullptr) return;
+      fail_object("despawn", object, " outside the pool");
+    }
+    const std::uint32_t slot = slot_in(*chunk, object, "despawn");
+    const std::uint32_t id = handles_.id_of(slot);
+    // Not the slot's live object: free, being built, or compact()'s source of a move.
+    if (handles_.object_of(id) != object) [[unlikely]] {
+      if (is_dying(slot)) return;
+      // destroyed by clear() already, before the despawning destructor
+      if (destroying_ && free_.is_free(slot)) return;
       fail_object("despawn", object, ", which is not alive");
     }
     if (is_dying(slot)) [[unlikely]]
       return;
-    destroy_slot(slot);
+    destroy_slot(slot, id);
   }
 
   // A default handle is ignored, like nullptr; a stale handle, or one of another pool, is reported
   // and aborts.
   void despawn(Handle<T> handle) {
     if (handle == Handle<T>()) return;
-    const std::uint32_t slot = slot_of(handle);
-    if (slot == detail::SlotBitmap::kNone) [[unlikely]] {
+    if (handles_.find(handle.key_) == nullptr) [[unlikely]] {
       if (destroying_) return;  // as despawn(T*)
       fail_handle("despawn", handle);
     }
+    const std::uint32_t slot = handles_.slot_of(handle.key_.id);
     if (is_dying(slot)) [[unlikely]]
       return;
-    destroy_slot(slot);
+    destroy_slot(slot, handle.key_.id);
   }
 
   // Destroys every live object, in slot order, each once. A destructor may despawn other objects
   // of the pool, by pointer or by handle (one destroyed already is ignored), and may spawn: what
   // it spawns is destroyed too before clear() returns, so the pool is empty then (and a
   // destructor that always spawns never lets it return). A destructor may call clear(): the
-  // objects whose destructors are running are left to die when those return.
+  // objects whose destructors are running are left to die when those return. So may a
+  // constructor: the object it builds is not one yet, and is left to be built.
   void clear() {
     const bool outer = std::exchange(destroying_, true);
     while (size_ > dying_count()) {
       walk([this](std::uint32_t slot) {
-        if (!is_dying(slot)) destroy_slot(slot);
+        if (!is_dying(slot)) destroy_slot(slot, handles_.id_of(slot));
       });
     }
     destroying_ = outer;
@@ -213,27 +262,45 @@ class Pool {
     return Handle<T>(handles_.key_of(live_slot_of(object, "handle_of")));
   }
 
-  // The object `handle` refers to; nullptr once it was despawned, for a default handle, and for
-  // a handle of another pool.
-  [[nodiscard]] T* get(Handle<T> handle) { return find(handle); }
-  [[nodiscard]] const T* get(Handle<T> handle) const { return find(handle); }
+  // The object `handle` refers to; nullptr once it was despawned (from when its destructor has
+  // returned), before its constructor has returned, for a default handle, and for a handle of
+  // another pool. O(1): one index and one generation compare, as a slot map.
+  [[nodiscard]] T* get(Handle<T> handle) { return handles_.find(handle.key_); }
+  [[nodiscard]] const T* get(Handle<T> handle) const { return handles_.find(handle.key_); }
 
   // Calls f(object) for every live object, in slot order (address order within each chunk, and
   // so for a fixed pool). f may despawn the object it is given or others (one despawned before the
   // walk reaches it is not visited); an object spawned during the walk may or may not be visited.
-  // shrink() does nothing during the walk. O(capacity / 64 + live objects).
+  // An object whose constructor is running (the walk is called from it) is not visited. shrink()
+  // does nothing during the walk. O(capacity / 64 + live objects).
   template <class F>
   void for_each(F&& f) {
-    walk([&](std::uint32_t slot) { f(*address_of(slot)); });
+    walk_objects([&](std::uint32_t, T* object) { f(*object); });
   }
   template <class F>
   void for_each(F&& f) const {
-    walk([&](std::uint32_t slot) { f(std::as_const(*address_of(slot))); });
+    walk_objects([&](std::uint32_t, T* object) { f(std::as_const(*object)); });
   }
 
-  [[nodiscard]] iterator begin() { return iterator(this, free_.first_used()); }
+  // for_each, giving f(handle, object) each object with its handle (as EnTT's view.each()): the
+  // handle is read from the slot's entry, without the search for the object's chunk and the check
+  // that handle_of(object) makes. Under for_each's rules: f may despawn the object it is given or
+  // others, what it spawns may or may not be visited, shrink() does nothing meanwhile.
+  template <class F>
+  void each(F&& f) {
+    walk_objects(
+        [&](std::uint32_t slot, T* object) { f(Handle<T>(handles_.key_of(slot)), *object); });
+  }
+  template <class F>
+  void each(F&& f) const {
+    walk_objects([&](std::uint32_t slot, T* object) {
+      f(Handle<T>(handles_.key_of(slot)), std::as_const(*object));
+    });
+  }
+
+  [[nodiscard]] iterator begin() { return iterator(this, first_walk()); }
   [[nodiscard]] iterator end() { return iterator(); }
-  [[nodiscard]] const_iterator begin() const { return const_iterator(this, free_.first_used()); }
+  [[nodiscard]] const_iterator begin() const { return const_iterator(this, first_walk()); }
   [[nodiscard]] const_iterator end() const { return const_iterator(); }
   [[nodiscard]] const_iterator cbegin() const { return begin(); }
   [[nodiscard]] const_iterator cend() const { return end(); }
@@ -244,12 +311,15 @@ class Pool {
   // and may not be dereferenced. The target slot is taken and the handle moved before the move
   // constructor runs, so that handle_of(this) there gives the object's handle and a spawn from
   // the source's destructor takes another slot; a move constructor that throws leaves the object
-  // where it was. Returns how many moved. While an object's destructor, for_each or clear() runs
-  // (called from one of them), it does nothing and returns 0: it would move the dying object, or
-  // objects the walk has passed.
+  // where it was. Returns how many moved. While an object's constructor or destructor, for_each,
+  // clear() or compact() runs (called from one of them), it does nothing and returns 0: it would
+  // move the object being built or the dying one, or objects the walk has passed. compact() counts
+  // as a walk: shrink() from `moved` or from the objects' constructors and destructors does
+  // nothing (it would give back slots that the compaction goes on to move objects out of).
   template <class Moved>
   std::size_t compact(Moved&& moved) requires std::is_move_constructible_v<T> {
-    if (walks_ > 0 || dying_ != nullptr) return 0;
+    if (busy()) return 0;
+    const Walking walking(walks_);
     std::size_t count = 0;
     std::uint32_t from = free_.size();
     for (std::uint32_t to = free_.lowest_free(); to != detail::SlotBitmap::kNone;
@@ -262,6 +332,7 @@ class Pool {
       handles_.moved(from, to);
       T* source = address_of(from);
       T* target = construct_moved(from, to, *source);
+      handles_.set_object(handles_.id_of(to), target);
       destroy_moved_from(from, to);
       free_.release(from);
       if (debug_) fill_freed(from);
@@ -277,22 +348,31 @@ class Pool {
   // As FixedPool's: gives back the trailing chunks, all but the first, that hold no live object,
   // and returns the bytes of their slots (the bitmap and the handle table keep their room, for
   // when the pool grows again). Handles of objects that lived there stay stale. O(capacity / 64).
-  // During for_each or clear() (from a callback or a destructor) it does nothing and returns 0:
-  // the walk would go on into the slots given back.
+  // During for_each, clear() or compact() (from a callback, a constructor or a destructor) it does
+  // nothing and returns 0: the walk would go on into the slots given back.
   std::size_t shrink() {
     if (walks_ > 0) return 0;
     const std::uint32_t highest = free_.highest_used_below(free_.size());
     std::size_t released = 0;
-    while (chunks_.size() > 1 &&
-           (highest == detail::SlotBitmap::kNone || highest < chunks_.back().first)) {
-      const Chunk& chunk = chunks_.back();
+    while (chunks_.count() > 1 &&
+           (highest == detail::SlotBitmap::kNone || highest < chunks_.chunks().back().first)) {
+      const Chunk chunk = chunks_.remove_last();
       released += std::size_t{chunk.count} * sizeof(T);
       free_.remove_slots_from(chunk.first);
       handles_.remove_slots_from(chunk.first);
       ::operator delete (chunk.slots, std::align_val_t{alignof(T)});
-      chunks_.pop_back();
     }
     return released;
+  }
+
+  // Room for `count` objects without growing on the way (as plf::colony's reserve): a growable
+  // pool whose capacity() is below `count` adds one chunk of the slots missing (at least 64).
+  // Returns whether capacity() >= count: false for a fixed pool smaller than that, which never
+  // grows, and when the memory cannot be had (the pool as it was).
+  bool reserve(std::size_t count) {
+    if (count <= capacity()) return true;
+    if (growth_ == Growth::fixed) return false;
+    return add_chunk(std::max<std::size_t>(count - capacity(), detail::SlotChunks<T>::kLeastChunk));
   }
 
   void set_name(const char* name) { name_.set(name); }
@@ -306,7 +386,7 @@ class Pool {
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] std::size_t capacity() const { return free_.size(); }
   [[nodiscard]] std::size_t peak() const { return peak_; }
-  [[nodiscard]] std::size_t chunk_count() const { return chunks_.size(); }
+  [[nodiscard]] std::size_t chunk_count() const { return chunks_.count(); }
   [[nodiscard]] bool debug_checks() const { return debug_; }
 
   // `Pool "particles" (object 64 B): 10 live, 54 free of 64, peak 12, 1 chunk, debug checks off`
@@ -320,7 +400,19 @@ class Pool {
   }
 
  private:
-  static constexpr std::size_t kFirstGrowth = 64;
+  using Chunk = typename detail::SlotChunks<T>::Chunk;
+
+  // A growable pool's next chunk: as large as the pool, and at least 64 slots (as many as the
+  // first chunk of one created with none).
+  [[nodiscard]] std::size_t growth() const {
+    return std::max<std::size_t>(capacity(), detail::SlotChunks<T>::kLeastChunk);
+  }
+
+  // A chain of slots through stack frames, innermost first (dying_, building_).
+  struct Slots {
+    std::uint32_t slot;
+    const Slots* outer;
+  };
 
   // V is T or const T. An end iterator stands at slot kNone, whatever its pool.
   template <class V>
@@ -342,6 +434,7 @@ class Pool {
     pointer operator->() const { return pool_->address_of(walk_.slot); }
     BasicIterator& operator++() {
       pool_->free_.step(walk_);
+      pool_->skip_building(walk_);
       return *this;
     }
     BasicIterator operator++(int) {
@@ -363,23 +456,9 @@ class Pool {
     detail::SlotBitmap::Walk walk_;
   };
 
-  struct Chunk {
-    T* slots;
-    std::uint32_t first;  // the slot number of slots[0]
-    std::uint32_t count;
-
-    [[nodiscard]] std::uintptr_t offset_of(const T* object) const {
-      return reinterpret_cast<std::uintptr_t>(object) - reinterpret_cast<std::uintptr_t>(slots);
-    }
-    [[nodiscard]] bool holds(const T* object) const {
-      return offset_of(object) < std::uintptr_t{count} * sizeof(T);
-    }
-  };
-
   void swap(Pool& other) noexcept {
     using std::swap;
     swap(chunks_, other.chunks_);
-    swap(first_chunk_, other.first_chunk_);
     swap(free_, other.free_);
     swap(handles_, other.handles_);
     swap(size_, other.size_);
@@ -389,6 +468,7 @@ class Pool {
     swap(destroying_, other.destroying_);
     swap(walks_, other.walks_);
     swap(dying_, other.dying_);
+    swap(building_, other.building_);
     swap(leak_report_, other.leak_report_);
     swap(name_, other.name_);
   }
@@ -403,7 +483,7 @@ class Pool {
     if (memory == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
     const bool reserved = detail::returns_without_bad_alloc([&] {
-      chunks_.reserve(chunks_.size() + 1);
+      chunks_.reserve(slots);
       free_.reserve(slots);
       handles_.reserve(slots);
     });
@@ -411,8 +491,7 @@ class Pool {
       ::operator delete (memory, std::align_val_t{alignof(T)});
       return false;
     }
-    chunks_.push_back({static_cast<T*>(memory), free_.size(), slots});
-    first_chunk_ = chunks_.front();
+    chunks_.add(static_cast<T*>(memory), slots);
     free_.add_free_slots(slots);
     handles_.add_slots(slots);
     if (debug_) {
@@ -421,13 +500,20 @@ class Pool {
     return true;
   }
 
-  // O(1) in the first chunk (all of a fixed pool), O(chunks) in the others.
-  [[nodiscard]] T* address_of(std::uint32_t slot) const {
-    if (slot < first_chunk_.count) [[likely]]
-      return first_chunk_.slots + slot;
-    const Chunk* chunk = chunks_.data() + 1;
-    while (slot - chunk->first >= chunk->count) ++chunk;
-    return chunk->slots + (slot - chunk->first);
+  // O(1), however many chunks.
+  [[nodiscard]] T* address_of(std::uint32_t slot) const { return chunks_.address_of(slot); }
+
+  // Constructs spawn's T in slot `slot`, which the caller has taken; the slot counts as being built
+  // meanwhile, so that walks, clear() and compact() from the constructor leave it alone.
+  template <class... Args>
+  T* build_in(std::uint32_t slot, Args&&... args) {
+    struct Building {
+      Pool& pool;
+      const Slots building;
+      ~Building() { pool.building_ = building.outer; }
+    } building{*this, {slot, building_}};
+    building_ = &building.building;
+    return construct_in(slot, std::forward<Args>(args)...);
   }
 
   // Constructs a T in slot `slot`, which the caller has taken. If the constructor throws, the
@@ -450,11 +536,18 @@ class Pool {
   // The slot `object` points at the start of; reported as a fault of `operation` when it points
   // at none of this pool's.
   [[nodiscard]] std::uint32_t slot_of_object(const T* object, std::string_view operation) const {
-    const Chunk* chunk = first_chunk_.holds(object) ? &first_chunk_ : chunk_holding(object);
+    const Chunk* chunk = chunks_.chunk_holding(object);
     if (chunk == nullptr) fail_object(operation, object, " outside the pool");
-    const std::uintptr_t offset = chunk->offset_of(object);
+    return slot_in(*chunk, object, operation);
+  }
+
+  // The slot of `chunk` that `object` points at the start of; reported as a fault of `operation`
+  // when it points inside one.
+  [[nodiscard]] std::uint32_t slot_in(const Chunk& chunk, const T* object,
+                                      std::string_view operation) const {
+    const std::uintptr_t offset = chunk.offset_of(object);
     if (offset % sizeof(T) != 0) fail_object(operation, object, " not at the start of a slot");
-    return chunk->first + static_cast<std::uint32_t>(offset / sizeof(T));
+    return chunk.first + static_cast<std::uint32_t>(offset / sizeof(T));
   }
 
   // compact()'s move of `source` from slot `from` into slot `to`, which it has taken and moved
@@ -476,48 +569,76 @@ class Pool {
     return slot;
   }
 
-  [[nodiscard]] const Chunk* chunk_holding(const T* object) const {
-    for (const Chunk& chunk : chunks_) {
-      if (chunk.holds(object)) return &chunk;
-    }
-    return nullptr;
-  }
-
-  [[nodiscard]] std::uint32_t slot_of(Handle<T> handle) const {
-    const std::uint32_t slot = handles_.slot_of(handle.key_);
-    if (slot == detail::HandleTable::kNone || free_.is_free(slot)) return detail::SlotBitmap::kNone;
-    return slot;
-  }
-
-  [[nodiscard]] T* find(Handle<T> handle) const {
-    const std::uint32_t slot = slot_of(handle);
-    return slot == detail::SlotBitmap::kNone ? nullptr : address_of(slot);
-  }
-
   // The slot stays used while its destructor runs, so that nothing the destructor spawns takes
   // it; the destructor's own despawns of the object (directly, or through objects that own each
   // other) find it dying and are ignored.
-  void destroy_slot(std::uint32_t slot) {
+  // `id` is the slot's (no compaction runs while a destructor does, so it stays the slot's).
+  void destroy_slot(std::uint32_t slot, std::uint32_t id) {
     if constexpr (!std::is_trivially_destructible_v<T>) {
-      Dying dying{slot, dying_};
+      Slots dying{slot, dying_};
       dying_ = &dying;
       address_of(slot)->~T();
       dying_ = dying.outer;
     }
+    handles_.set_object(id, nullptr);
     if (debug_) [[unlikely]]
       fill_freed(slot);
     free_.release(slot);
     --size_;
   }
 
-  // free_.for_each_used(f), counted in walks_ while it runs.
+  // Counts a walk in walks_ while it lives.
+  class Walking {
+   public:
+    explicit Walking(std::uint32_t& walks) : walks_(++walks) {}
+    Walking(const Walking&) = delete;
+    Walking& operator=(const Walking&) = delete;
+    ~Walking() { --walks_; }
+
+   private:
+    std::uint32_t& walks_;
+  };
+
+  // free_.for_each_used(f, on_word) but for the slots being built, counted in walks_ while it
+  // runs. No slot is being built but those that were when the walk started: any constructor that
+  // f runs returns before the walk goes on.
+  template <class F, class OnWord = void (*)(std::uint32_t)>
+  void walk(
+      F&& f, OnWord&& on_word = [](std::uint32_t) {}) const {
+    const Walking walking(walks_);
+    if (building_ == nullptr) [[likely]] {
+      free_.for_each_used(f, on_word);
+    } else {
+      free_.for_each_used(
+          [&](std::uint32_t slot) {
+            if (!is_building(slot)) f(slot);
+          },
+          on_word);
+    }
+  }
+
+  // walk(), calling f(slot, object): the addresses of a word's slots are found once a word. A
+  // chunk that f adds may change where a word's free slots lie, never its used ones, and the walk
+  // visits no slot of a word that was free when it began the word.
   template <class F>
-  void walk(F&& f) const {
-    struct Walking {
-      std::uint32_t& walks;
-      ~Walking() { --walks; }
-    } walking{++walks_};
-    free_.for_each_used(f);
+  void walk_objects(F&& f) const {
+    typename detail::SlotChunks<T>::Place place{};
+    walk([&](std::uint32_t slot) { f(slot, place.address_of(slot)); },
+         [&](std::uint32_t word) { place = chunks_.place_of_word(word); });
+  }
+
+  // The iterators' first stop: the first used slot that is not being built.
+  [[nodiscard]] detail::SlotBitmap::Walk first_walk() const {
+    detail::SlotBitmap::Walk walk = free_.first_used();
+    skip_building(walk);
+    return walk;
+  }
+
+  // Moves `walk` past the slots being built.
+  void skip_building(detail::SlotBitmap::Walk& walk) const {
+    if (building_ == nullptr) [[likely]]
+      return;
+    while (walk.slot != detail::SlotBitmap::kNone && is_building(walk.slot)) free_.step(walk);
   }
 
   // What ~Pool and move assignment do with the objects: report them under debug checks, clear().
@@ -530,7 +651,7 @@ class Pool {
   // return. O(destructors running).
   [[nodiscard]] std::size_t dying_count() const {
     std::size_t count = 0;
-    for (const Dying* dying = dying_; dying != nullptr; dying = dying->outer) ++count;
+    for (const Slots* dying = dying_; dying != nullptr; dying = dying->outer) ++count;
     return count;
   }
 
@@ -539,8 +660,8 @@ class Pool {
   // slots count as dying meanwhile, so those despawns are ignored.
   void destroy_moved_from(std::uint32_t from, std::uint32_t to) {
     if constexpr (!std::is_trivially_destructible_v<T>) {
-      const Dying target{to, dying_};
-      const Dying source{from, &target};
+      const Slots target{to, dying_};
+      const Slots source{from, &target};
       dying_ = &source;
       address_of(from)->~T();
       dying_ = target.outer;
@@ -550,10 +671,22 @@ class Pool {
   // Whether the destructor of the object in `slot` is running. O(destructors running).
   [[nodiscard]] bool is_dying(std::uint32_t slot) const {
     if constexpr (std::is_trivially_destructible_v<T>) return false;
-    for (const Dying* dying = dying_; dying != nullptr; dying = dying->outer) {
-      if (dying->slot == slot) return true;
+    return holds(dying_, slot);
+  }
+
+  // Whether spawn's constructor of an object in `slot` is running. O(constructors running).
+  [[nodiscard]] bool is_building(std::uint32_t slot) const { return holds(building_, slot); }
+
+  [[nodiscard]] static bool holds(const Slots* chain, std::uint32_t slot) {
+    for (; chain != nullptr; chain = chain->outer) {
+      if (chain->slot == slot) return true;
     }
     return false;
+  }
+
+  // Whether a constructor or destructor of the pool's objects, or a walk over it, runs.
+  [[nodiscard]] bool busy() const {
+    return walks_ > 0 || dying_ != nullptr || building_ != nullptr;
   }
 
   void note_spawned() {
@@ -596,12 +729,14 @@ class Pool {
     detail::write_leaks_listed(message, leak_report_, size_);
   }
 
-  // A move of the pool from one of its objects' destructors or from a walk over it.
+  // A move of the pool from one of its objects' constructors or destructors or from a walk over it.
   void check_not_busy(std::string_view operation) const {
-    if (walks_ == 0 && dying_ == nullptr) [[likely]]
+    if (!busy()) [[likely]]
       return;
     detail::Message message = describe();
-    message << operation << " of the pool while a destructor of its objects or a walk over it runs";
+    message
+        << operation
+        << " of the pool while a constructor or destructor of its objects or a walk over it runs";
     detail::fatal(message);
   }
 
@@ -619,23 +754,20 @@ class Pool {
     detail::fatal(message);
   }
 
-  std::vector<Chunk> chunks_;
-  Chunk first_chunk_{};  // chunks_.front(), or none: kept here, where spawn and despawn look first
+  detail::SlotChunks<T> chunks_;
   detail::SlotBitmap free_;
-  detail::HandleTable handles_;
+  detail::HandleTable<T> handles_;
   std::size_t size_ = 0;
   std::size_t peak_ = 0;
   Growth growth_;
   bool debug_;
   bool destroying_ = false;
-  mutable std::uint32_t walks_ = 0;  // for_each and clear() walks running (see shrink())
+  mutable std::uint32_t walks_ = 0;  // for_each, clear() and compact() running (see shrink())
   // The slots whose destructors are running, innermost first: a chain through destroy_slot's
   // frames, empty (nullptr) but while a destructor runs.
-  struct Dying {
-    std::uint32_t slot;
-    const Dying* outer;
-  };
-  const Dying* dying_ = nullptr;
+  const Slots* dying_ = nullptr;
+  // The slots whose objects spawn is constructing, innermost first (build_in's frames).
+  const Slots* building_ = nullptr;
   LeakReport leak_report_ = LeakReport::summary;
   detail::Name name_;
 };

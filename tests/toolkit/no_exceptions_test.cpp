@@ -74,9 +74,9 @@ TEST(NoExceptions, APoolSpawnsDespawnsClearsAndRunsOutOfSlots) {
 TEST(NoExceptions, AGrowablePoolAddsChunksAndKeepsItsObjects) {
   Pool<Unit> units(1, Growth::growable);
   std::vector<Unit*> spawned;
-  for (int i = 0; i < 8; ++i) spawned.push_back(units.spawn(i));
-  EXPECT_EQ(units.chunk_count(), 4u);  // 1, 1, 2 and 4 slots
-  for (int i = 0; i < 8; ++i) EXPECT_EQ(spawned[i]->health, i);
+  for (int i = 0; i < 200; ++i) spawned.push_back(units.spawn(i));
+  EXPECT_EQ(units.chunk_count(), 4u);  // 1, 64, 65 and 130 slots
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(spawned[i]->health, i);
   units.clear();
 }
 

@@ -126,15 +126,38 @@ TEST(Pool, AFixedPoolReturnsNullptrWhenFull) {
 TEST(Pool, AGrowablePoolKeepsSpawningAndNeverMovesObjects) {
   Pool<Counted> pool(2, Growth::growable);
   std::vector<Counted*> live;
-  for (int i = 0; i < 100; ++i) live.push_back(pool.spawn(i));
-  EXPECT_EQ(pool.capacity(), 128u);  // 2, then chunks as large as the pool so far: 2, 4, ... 64
-  EXPECT_EQ(pool.chunk_count(), 7u);
+  for (int i = 0; i < 200; ++i) live.push_back(pool.spawn(i));
+  // 2, then chunks as large as the pool so far and at least 64 slots: 64, 66, 132
+  EXPECT_EQ(pool.capacity(), 264u);
+  EXPECT_EQ(pool.chunk_count(), 4u);
   std::vector<Counted*> walked;
   pool.for_each([&](Counted& c) { walked.push_back(&c); });
   EXPECT_EQ(walked, live);  // each object where its spawn put it
-  for (int i = 0; i < 100; ++i) ASSERT_EQ(live[i]->value, i);
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(live[i]->value, i);
   for (Counted* c : live) pool.despawn(c);
   EXPECT_EQ(pool.size(), 0u);
+}
+
+static_assert(std::is_default_constructible_v<Pool<Counted>>);
+
+// As a member of an engine's level, which builds its pools before it knows their sizes.
+struct LevelOfPools {
+  Pool<Counted> enemies;
+  Pool<Counted> pickups;
+};
+
+TEST(Pool, ADefaultConstructedPoolIsAnEmptyGrowablePool) {
+  LevelOfPools level;
+  EXPECT_EQ(level.enemies.capacity(), 0u);
+  EXPECT_EQ(level.enemies.size(), 0u);
+  EXPECT_EQ(level.enemies.chunk_count(), 0u);
+  EXPECT_EQ(level.enemies.debug_checks(), poolalloc::kDefaultDebugChecks == DebugChecks::on);
+  for (int i = 0; i < 100; ++i) ASSERT_NE(level.enemies.spawn(i), nullptr);
+  EXPECT_EQ(level.enemies.capacity(), 128u);  // 64, then 64
+  EXPECT_TRUE(level.pickups.reserve(1000));
+  std::vector<Pool<Counted>> pools(3);
+  EXPECT_NE(pools[2].spawn(1), nullptr);
+  level.enemies.clear();
 }
 
 TEST(Pool, AGrowablePoolCreatedEmptyGrowsOnItsFirstSpawn) {
@@ -198,10 +221,10 @@ TEST(Pool, AThrowingConstructorKeepsTheChunkGrownForIt) {
   ThrowsWhenAsked* first = pool.spawn(false);
   EXPECT_THROW((void)pool.spawn(true), std::runtime_error);
   EXPECT_EQ(pool.size(), 1u);
-  EXPECT_EQ(pool.capacity(), 2u);
+  EXPECT_EQ(pool.capacity(), 65u);  // a chunk of 64 slots, the fewest a pool grows by
   EXPECT_EQ(pool.chunk_count(), 2u);
   ThrowsWhenAsked* second = pool.spawn(false);
-  EXPECT_EQ(pool.capacity(), 2u);  // the slot the throwing constructor gave back
+  EXPECT_EQ(pool.capacity(), 65u);  // the slot the throwing constructor gave back
   pool.despawn(first);
   pool.despawn(second);
 }
@@ -306,12 +329,12 @@ TEST(Pool, ForEachSkipsAnObjectDespawnedBeforeTheWalkReachesIt) {
 
 TEST(Pool, ForEachWalksEveryChunkOfAGrownPool) {
   Pool<Counted> pool(3, Growth::growable);
-  for (int i = 0; i < 20; ++i) ASSERT_NE(pool.spawn(i), nullptr);
-  EXPECT_EQ(pool.chunk_count(), 4u);  // 3, 3, 6, 12
+  for (int i = 0; i < 200; ++i) ASSERT_NE(pool.spawn(i), nullptr);
+  EXPECT_EQ(pool.chunk_count(), 4u);  // 3, 64, 67, 134
   std::vector<int> seen;
   pool.for_each([&](Counted& c) { seen.push_back(c.value); });
-  ASSERT_EQ(seen.size(), 20u);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(seen[i], i);
+  ASSERT_EQ(seen.size(), 200u);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(seen[i], i);
 }
 
 TEST(Pool, AHandleFindsItsObjectUntilItIsDespawned) {

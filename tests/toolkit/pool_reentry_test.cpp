@@ -214,7 +214,7 @@ struct Id {
 
 // A wave that is over despawns the rest of its wave and gives the memory back from a walk.
 TEST(PoolWalk, ShrinkDuringForEachDoesNothingAndTheWalkVisitsOnlyLiveObjects) {
-  Pool<Id> pool(10, Growth::growable);  // chunks of 10, 10 and 20 slots, in one bitmap word
+  Pool<Id> pool(10, Growth::growable);  // chunks of 10 and 64 slots
   std::vector<Id*> all;
   for (int i = 0; i < 40; ++i) all.push_back(pool.spawn(Id{i}));
   int visits = 0;
@@ -229,7 +229,7 @@ TEST(PoolWalk, ShrinkDuringForEachDoesNothingAndTheWalkVisitsOnlyLiveObjects) {
   });
   EXPECT_EQ(visits, 10);
   EXPECT_EQ(released_in_walk, 0u);
-  EXPECT_EQ(pool.shrink(), 30 * sizeof(Id));
+  EXPECT_EQ(pool.shrink(), 64 * sizeof(Id));
   EXPECT_EQ(pool.capacity(), 10u);
 }
 
@@ -251,7 +251,7 @@ struct Leader {
 TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
   Leader::released = 0;
   Leader::destroyed = 0;
-  Pool<Leader> pool(2, Growth::growable);  // chunks of 2 and 2 slots
+  Pool<Leader> pool(2, Growth::growable);  // chunks of 2 and 64 slots
   std::vector<Leader*> wave;
   (void)pool.spawn(pool, &wave);
   for (int i = 0; i < 3; ++i) wave.push_back(pool.spawn(pool, nullptr));
@@ -259,7 +259,68 @@ TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
   pool.clear();
   EXPECT_EQ(Leader::destroyed, 4);
   EXPECT_EQ(Leader::released, 0u);
-  EXPECT_EQ(pool.shrink(), 2 * sizeof(Leader));
+  EXPECT_EQ(pool.shrink(), 64 * sizeof(Leader));
+}
+
+// Restarts its level when it is built: clears its pool, or walks it, or despawns the first object
+// and compacts, from its constructor.
+struct Restart {
+  enum class Does { nothing, clears, walks, compacts };
+  static inline int destroyed = 0;
+  static inline int seen_by_walks = 0;
+  Restart(Pool<Restart>& pool, Does does, Restart* first = nullptr) {
+    switch (does) {
+      case Does::nothing:
+        break;
+      case Does::clears:
+        pool.clear();
+        break;
+      case Does::walks:
+        pool.for_each([](Restart&) { ++seen_by_walks; });
+        for ([[maybe_unused]] Restart& other : pool) ++seen_by_walks;
+        break;
+      case Does::compacts:
+        pool.despawn(first);
+        EXPECT_EQ(pool.compact(), 0u);
+        break;
+    }
+  }
+  Restart(Restart&&) noexcept = default;
+  ~Restart() { ++destroyed; }
+};
+
+TEST(PoolLifetime, AConstructorThatClearsThePoolDestroysTheOthersAndIsBuilt) {
+  Restart::destroyed = 0;
+  Pool<Restart> pool(8);
+  (void)pool.spawn(pool, Restart::Does::nothing);
+  (void)pool.spawn(pool, Restart::Does::nothing);
+  Restart* restart = pool.spawn(pool, Restart::Does::clears);
+  EXPECT_EQ(Restart::destroyed, 2);
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(&*pool.begin(), restart);
+  EXPECT_EQ(pool.get(pool.handle_of(restart)), restart);
+  pool.clear();
+  EXPECT_EQ(Restart::destroyed, 3);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST(PoolWalk, AWalkFromAConstructorSkipsTheObjectBeingBuilt) {
+  Restart::seen_by_walks = 0;
+  Pool<Restart> pool(8);
+  (void)pool.spawn(pool, Restart::Does::nothing);
+  (void)pool.spawn(pool, Restart::Does::walks);
+  EXPECT_EQ(Restart::seen_by_walks, 2);  // the first object, by for_each and by range-for
+}
+
+TEST(PoolCompact, DoesNothingFromAConstructor) {
+  Restart::destroyed = 0;
+  Pool<Restart> pool(8);
+  Restart* first = pool.spawn(pool, Restart::Does::nothing);
+  Restart* built = pool.spawn(pool, Restart::Does::compacts, first);  // slot 1, above the hole
+  EXPECT_EQ(Restart::destroyed, 1);
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(&*pool.begin(), built);
+  EXPECT_EQ(pool.compact(), 1u);
 }
 
 }  // namespace
@@ -358,12 +419,139 @@ TEST_F(PoolMoveBusyDeathTest, AMoveFromADestructorOrAWalkIsReported) {
         Pool<Mover> elsewhere(4);
         pool.despawn(pool.spawn(pool, elsewhere));
       },
-      "move of the pool while a destructor of its objects or a walk over it runs");
+      "move of the pool while a constructor or destructor of its objects or a walk over it runs");
   EXPECT_DEATH(
       {
         Pool<int> pool(4);
         (void)pool.spawn(1);
         pool.for_each([&](int&) { Pool<int> taken(std::move(pool)); });
       },
-      "move of the pool while a destructor of its objects or a walk over it runs");
+      "move of the pool while a constructor or destructor of its objects or a walk over it runs");
+}
+
+// Moves its pool away, or despawns itself, while it is being built.
+struct Premature {
+  enum class Does { moves_the_pool, despawns_itself, despawns_its_handle };
+  Premature(Pool<Premature>& pool, Does does) {
+    switch (does) {
+      case Does::moves_the_pool: {
+        Pool<Premature> taken(std::move(pool));
+        break;
+      }
+      case Does::despawns_itself:
+        pool.despawn(this);
+        break;
+      case Does::despawns_its_handle:
+        pool.despawn(pool.handle_of(this));
+        break;
+    }
+  }
+};
+
+TEST_F(PoolMoveBusyDeathTest, AMoveFromAConstructorIsReported) {
+  EXPECT_DEATH(
+      {
+        Pool<Premature> pool(4);
+        (void)pool.spawn(pool, Premature::Does::moves_the_pool);
+      },
+      "move of the pool while a constructor or destructor of its objects or a walk over it runs");
+}
+
+using PoolBuildingDeathTest = ::testing::Test;
+
+TEST_F(PoolBuildingDeathTest, ADespawnOfTheObjectBeingBuiltIsReported) {
+  EXPECT_DEATH(
+      {
+        Pool<Premature> pool(4);
+        (void)pool.spawn(pool, Premature::Does::despawns_itself);
+      },
+      ", which is not alive");
+  EXPECT_DEATH(
+      {
+        Pool<Premature> pool(4);
+        (void)pool.spawn(pool, Premature::Does::despawns_its_handle);
+      },
+      "generation \\w+\\), which refers to no live object of this pool");
+}
+
+struct Value {
+  static inline int alive = 0;
+  explicit Value(int v) : value(v) { ++alive; }
+  Value(Value&& other) noexcept : value(other.value) { ++alive; }
+  ~Value() { --alive; }
+  int value;
+};
+
+// A program that gives memory back as soon as compaction empties a chunk.
+TEST(PoolCompact, ShrinkFromTheMovedCallbackDoesNothingAndEveryObjectMoves) {
+  Value::alive = 0;
+  {
+    Pool<Value> pool(10, Growth::growable);  // chunks of 10, 64 and 74 slots
+    std::vector<Value*> all;
+    for (int i = 0; i < 80; ++i) all.push_back(pool.spawn(i));
+    ASSERT_EQ(pool.chunk_count(), 3u);
+    for (int i = 0; i < 80; ++i) {
+      if (i != 5 && i != 79) pool.despawn(all[i]);
+    }
+    std::vector<int> moved_values;
+    std::size_t released_in_callback = 0;
+    EXPECT_EQ(pool.compact([&](Value*, Value* to) {
+      moved_values.push_back(to->value);
+      released_in_callback += pool.shrink();
+    }),
+              2u);
+    EXPECT_EQ(moved_values, (std::vector<int>{79, 5}));
+    EXPECT_EQ(released_in_callback, 0u);
+    EXPECT_EQ(pool.size(), 2u);
+    EXPECT_EQ(Value::alive, 2);
+    std::vector<int> values;
+    for (const Value& v : pool) values.push_back(v.value);
+    EXPECT_EQ(values, (std::vector<int>{79, 5}));
+    EXPECT_EQ(pool.shrink(), (64 + 74) * sizeof(Value));
+  }
+  EXPECT_EQ(Value::alive, 0);
+}
+
+struct Shield {
+  int strength = 100;
+};
+
+// Owns a shield of another pool by handle; its move takes the handle when `takes` is set, and
+// copies it otherwise (the mistake that the documentation warns of).
+struct Turret {
+  static inline int destroyed = 0;
+  Turret(Pool<Shield>& shields, bool takes)
+      : shields(&shields), takes(takes), shield(shields.handle_of(shields.spawn())) {}
+  Turret(Turret&& other) noexcept
+      : shields(other.shields),
+        takes(other.takes),
+        shield(other.takes ? std::exchange(other.shield, {}) : other.shield) {}
+  ~Turret() {
+    ++destroyed;
+    shields->despawn(shield);
+  }
+  Pool<Shield>* shields;
+  bool takes;
+  Handle<Shield> shield;
+};
+
+TEST(PoolCompact, RunsTheMovedFromObjectsDestructorWhichReleasesWhatTheMoveLeftItOwning) {
+  for (const bool takes : {true, false}) {
+    Turret::destroyed = 0;
+    Pool<Shield> shields(8);
+    Pool<Turret> turrets(8);
+    Turret* first = turrets.spawn(shields, takes);
+    const Handle<Turret> last = turrets.handle_of(turrets.spawn(shields, takes));
+    turrets.despawn(first);
+    ASSERT_EQ(turrets.compact(), 1u);
+    EXPECT_EQ(Turret::destroyed, 2);  // the despawned turret and the moved-from one
+    if (takes) {                      // the pattern of toolkit.md: the shield stays alive and owned
+      EXPECT_EQ(shields.size(), 1u);
+      EXPECT_NE(shields.get(turrets.get(last)->shield), nullptr);
+    } else {  // a copied handle: the moved-from destructor despawned the shield
+      EXPECT_EQ(shields.size(), 0u);
+      EXPECT_EQ(shields.get(turrets.get(last)->shield), nullptr);
+      turrets.get(last)->shield = {};  // nothing left to despawn
+    }
+  }
 }

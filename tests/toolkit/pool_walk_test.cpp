@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <iterator>
 #include <ranges>
+#include <utility>
 #include <vector>
 
 namespace {
 
 using poolalloc::Growth;
+using poolalloc::Handle;
 using poolalloc::Pool;
 
 struct Item {
@@ -69,6 +71,45 @@ TEST(PoolWalk, IteratorsServeStdAlgorithms) {
   EXPECT_EQ(converted, found);
   Pool<Item> empty(4);
   EXPECT_EQ(empty.begin(), empty.end());
+}
+
+TEST(PoolWalk, EachGivesEveryLiveObjectWithItsHandleInForEachsOrder) {
+  Pool<Item> pool(2, Growth::growable);
+  const std::vector<Item*> kept = spawn_then_despawn(pool, 300, [](int v) { return v % 3 == 1; });
+  ASSERT_GT(pool.compact(), 0u);  // handles that name other slots than their ids
+  std::vector<Item*> walked;
+  pool.for_each([&](Item& item) { walked.push_back(&item); });
+  std::vector<Item*> each_walked;
+  pool.each([&](Handle<Item> handle, Item& item) {
+    EXPECT_EQ(handle, pool.handle_of(&item));
+    EXPECT_EQ(pool.get(handle), &item);
+    each_walked.push_back(&item);
+  });
+  EXPECT_EQ(each_walked, walked);
+  EXPECT_EQ(each_walked.size(), kept.size());
+  int const_visits = 0;
+  std::as_const(pool).each([&](Handle<Item> handle, const Item& item) {
+    EXPECT_EQ(pool.get(handle), &item);
+    ++const_visits;
+  });
+  EXPECT_EQ(const_visits, static_cast<int>(walked.size()));
+}
+
+TEST(PoolWalk, EachMayDespawnByTheHandleItGivesAndSkipsObjectsDespawnedAheadOfIt) {
+  Pool<Item> pool(200);
+  std::vector<Handle<Item>> all;
+  for (int i = 0; i < 200; ++i) all.push_back(pool.handle_of(pool.spawn(i)));
+  std::vector<int> visited;
+  pool.each([&](Handle<Item> handle, Item& item) {
+    visited.push_back(item.value);
+    const int value = item.value;
+    pool.despawn(handle);
+    if (value + 1 < 200) pool.despawn(all[value + 1]);
+  });
+  std::vector<int> expected;
+  for (int i = 0; i < 200; i += 2) expected.push_back(i);
+  EXPECT_EQ(visited, expected);
+  EXPECT_EQ(pool.size(), 0u);
 }
 
 TEST(PoolWalk, ARangeForMayDespawnAndSkipsAnObjectDespawnedAheadOfIt) {

@@ -1,0 +1,89 @@
+// Pool<T>'s growth: chunks of at least 64 slots, reserve(), and a grown pool that finds every
+// object by address, by handle and by walking as a pool of one chunk does.
+#include <poolalloc/object_pool.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace {
+
+using poolalloc::Growth;
+using poolalloc::Handle;
+using poolalloc::Pool;
+
+struct Item {
+  explicit Item(int v) : value(v) {}
+  Item(Item&&) noexcept = default;
+  int value;
+  int pad[3] = {};
+};
+
+TEST(PoolGrowth, AGrowablePoolAddsChunksAsLargeAsThePoolAndAtLeast64Slots) {
+  Pool<Item> pool(5, Growth::growable);
+  for (int i = 0; i < 6; ++i) ASSERT_NE(pool.spawn(i), nullptr);
+  EXPECT_EQ(pool.capacity(), 69u);  // 5, then 64
+  for (int i = 6; i < 70; ++i) ASSERT_NE(pool.spawn(i), nullptr);
+  EXPECT_EQ(pool.capacity(), 138u);  // then 69, as large as the pool
+  EXPECT_EQ(pool.chunk_count(), 3u);
+}
+
+TEST(PoolGrowth, ReserveAddsOneChunkAndTheSpawnsUpToItGrowNothing) {
+  Pool<Item> pool(64, Growth::growable);
+  ASSERT_TRUE(pool.reserve(100'000));
+  EXPECT_EQ(pool.capacity(), 100'000u);
+  EXPECT_EQ(pool.chunk_count(), 2u);
+  for (int i = 0; i < 100'000; ++i) ASSERT_NE(pool.spawn(i), nullptr);
+  EXPECT_EQ(pool.chunk_count(), 2u);
+  EXPECT_TRUE(pool.reserve(50));  // room already
+  EXPECT_TRUE(pool.reserve(100'001));
+  EXPECT_EQ(pool.capacity(), 100'064u);  // at least 64 slots a chunk
+}
+
+TEST(PoolGrowth, ReserveNeverGrowsAFixedPool) {
+  Pool<Item> pool(10);
+  EXPECT_TRUE(pool.reserve(10));
+  EXPECT_FALSE(pool.reserve(11));
+  EXPECT_EQ(pool.capacity(), 10u);
+  EXPECT_EQ(pool.chunk_count(), 1u);
+}
+
+// Chunks of 3, 64, 67, 134, ... slots: most of the pool's 64-slot words begin in one chunk and
+// end in the next.
+TEST(PoolGrowth, AGrownPoolFindsEveryObjectByAddressByHandleAndByWalking) {
+  Pool<Item> pool(3, Growth::growable);
+  std::vector<Item*> objects;
+  std::vector<Handle<Item>> handles;
+  for (int i = 0; i < 2000; ++i) {
+    objects.push_back(pool.spawn(i));
+    handles.push_back(pool.handle_of(objects.back()));
+  }
+  ASSERT_EQ(pool.chunk_count(), 7u);
+  std::vector<Item*> walked;
+  for (Item& item : pool) walked.push_back(&item);
+  EXPECT_EQ(walked, objects);
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_EQ(pool.get(handles[i]), objects[i]) << i;
+    ASSERT_EQ(pool.handle_of(objects[i]), handles[i]) << i;
+  }
+  for (int i = 0; i < 2000; i += 2) pool.despawn(objects[i]);
+  EXPECT_EQ(pool.compact(), 500u);  // the upper half's survivors into the lower half's holes
+  for (int i = 1; i < 2000; i += 2) {
+    ASSERT_NE(pool.get(handles[i]), nullptr) << i;
+    ASSERT_EQ(pool.get(handles[i])->value, i);
+    ASSERT_EQ(pool.handle_of(pool.get(handles[i])), handles[i]);
+  }
+  int live = 0;
+  pool.for_each([&](Item& item) {
+    EXPECT_EQ(item.value % 2, 1);
+    ++live;
+  });
+  EXPECT_EQ(live, 1000);
+  for (int i = 1; i < 2000; i += 2) pool.despawn(handles[i]);
+  EXPECT_EQ(pool.size(), 0u);
+  EXPECT_GT(pool.shrink(), 0u);
+  EXPECT_EQ(pool.capacity(), 3u);
+}
+
+}  // namespace
