@@ -11,7 +11,8 @@
 // - clear(), and destroying the pool, destroy the objects still alive, whose destructors may
 //   despawn and spawn; with debug checks the destruction first lists them (set_leak_report).
 // - An object is alive from when its constructor returns: walks and clear() from the constructor
-//   leave the object being built alone, and compact() from it does nothing.
+//   leave the object being built alone, and compact() from it does nothing. compact()'s move
+//   constructor is such a constructor, but clear() from it is reported and aborts.
 // - shrink() gives back empty trailing chunks; a move takes the objects along without moving them.
 // - Always on: despawn of a pointer not live in this pool, or of a stale handle, is reported and
 //   aborts before any destructor runs. Debug checks (POOLALLOC_DEBUG, or DebugChecks::on) add
@@ -238,8 +239,12 @@ class Pool {
   // it spawns is destroyed too before clear() returns, so the pool is empty then (and a
   // destructor that always spawns never lets it return). A destructor may call clear(): the
   // objects whose destructors are running are left to die when those return. So may a
-  // constructor: the object it builds is not one yet, and is left to be built.
+  // constructor: the object it builds is not one yet, and is left to be built. From the move
+  // constructor or the moved-from destructor that compact() runs, it is reported and aborts: it
+  // would destroy the object in transit, half built in one slot and moved from in the other.
   void clear() {
+    if (moving_) [[unlikely]]
+      fail_during_compact("clear()");
     const bool outer = std::exchange(destroying_, true);
     while (size_ > dying_count()) {
       walk([this](std::uint32_t slot) {
@@ -331,9 +336,13 @@ class Pool {
       free_.take(to);
       handles_.moved(from, to);
       T* source = address_of(from);
-      T* target = construct_moved(from, to, *source);
-      handles_.set_object(handles_.id_of(to), target);
-      destroy_moved_from(from, to);
+      T* target = nullptr;
+      {
+        const Restore<bool> moving(moving_, true);
+        target = construct_moved(from, to, *source);
+        handles_.set_object(handles_.id_of(to), target);
+        destroy_moved_from(from, to);
+      }
       free_.release(from);
       if (debug_) fill_freed(from);
       moved(source, target);
@@ -469,6 +478,7 @@ class Pool {
     swap(walks_, other.walks_);
     swap(dying_, other.dying_);
     swap(building_, other.building_);
+    swap(moving_, other.moving_);
     swap(leak_report_, other.leak_report_);
     swap(name_, other.name_);
   }
@@ -507,14 +517,25 @@ class Pool {
   // meanwhile, so that walks, clear() and compact() from the constructor leave it alone.
   template <class... Args>
   T* build_in(std::uint32_t slot, Args&&... args) {
-    struct Building {
-      Pool& pool;
-      const Slots building;
-      ~Building() { pool.building_ = building.outer; }
-    } building{*this, {slot, building_}};
-    building_ = &building.building;
+    const Slots building{slot, building_};
+    const Restore<const Slots*> restore(building_, &building);
     return construct_in(slot, std::forward<Args>(args)...);
   }
+
+  // Sets `variable` to `value` for its lifetime, then back to what it was (as a constructor
+  // returns or throws).
+  template <class V>
+  class Restore {
+   public:
+    Restore(V& variable, V value) : variable_(variable), outer_(std::exchange(variable, value)) {}
+    Restore(const Restore&) = delete;
+    Restore& operator=(const Restore&) = delete;
+    ~Restore() { variable_ = outer_; }
+
+   private:
+    V& variable_;
+    V outer_;
+  };
 
   // Constructs a T in slot `slot`, which the caller has taken. If the constructor throws, the
   // slot is free again (with its fill pattern under debug checks) and the exception propagates.
@@ -552,12 +573,22 @@ class Pool {
 
   // compact()'s move of `source` from slot `from` into slot `to`, which it has taken and moved
   // the handle to; if the move constructor throws, the handle goes back and `to` is free again.
+  // Both slots count as being built meanwhile, so that walks from the move constructor leave the
+  // object in transit alone, and its handle resolves to nothing until the move has returned.
   T* construct_moved(std::uint32_t from, std::uint32_t to, T& source) {
+    const Slots target{to, building_};
+    const Slots both{from, &target};
+    const Restore<const Slots*> restore(building_, &both);
+    const std::uint32_t id = handles_.id_of(to);
+    handles_.set_object(id, nullptr);
     if constexpr (std::is_nothrow_move_constructible_v<T>) {
       return construct_in(to, std::move(source));
     } else {
       return detail::undo_on_throw([&] { return construct_in(to, std::move(source)); },
-                                   [&] { handles_.moved(to, from); });
+                                   [&] {
+                                     handles_.moved(to, from);
+                                     handles_.set_object(id, &source);
+                                   });
     }
   }
 
@@ -674,7 +705,8 @@ class Pool {
     return holds(dying_, slot);
   }
 
-  // Whether spawn's constructor of an object in `slot` is running. O(constructors running).
+  // Whether spawn's constructor of an object in `slot` is running, or compact()'s move of one into
+  // or out of it. O(constructors running).
   [[nodiscard]] bool is_building(std::uint32_t slot) const { return holds(building_, slot); }
 
   [[nodiscard]] static bool holds(const Slots* chain, std::uint32_t slot) {
@@ -746,6 +778,12 @@ class Pool {
     message << operation << " of " << object << fault;
     detail::fatal(message);
   }
+  [[noreturn, POOLALLOC_COLD]] void fail_during_compact(std::string_view operation) const {
+    detail::Message message = describe();
+    message << operation
+            << " during compact(), from a move constructor or the moved-from object's destructor";
+    detail::fatal(message);
+  }
   [[noreturn, POOLALLOC_COLD]] void fail_handle(std::string_view operation,
                                                 Handle<T> handle) const {
     detail::Message message = describe();
@@ -766,8 +804,11 @@ class Pool {
   // The slots whose destructors are running, innermost first: a chain through destroy_slot's
   // frames, empty (nullptr) but while a destructor runs.
   const Slots* dying_ = nullptr;
-  // The slots whose objects spawn is constructing, innermost first (build_in's frames).
+  // The slots whose objects spawn is constructing, innermost first (build_in's frames), and the
+  // two slots of the object that compact() moves while its move constructor runs.
   const Slots* building_ = nullptr;
+  // Whether compact() runs a move constructor or a moved-from destructor (see clear()).
+  bool moving_ = false;
   LeakReport leak_report_ = LeakReport::summary;
   detail::Name name_;
 };

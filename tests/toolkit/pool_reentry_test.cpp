@@ -555,3 +555,98 @@ TEST(PoolCompact, RunsTheMovedFromObjectsDestructorWhichReleasesWhatTheMoveLeftI
     }
   }
 }
+
+namespace {
+
+// While compact() moves it, walks its pool, looks up its own handle, or clears or despawns.
+struct InTransit {
+  enum class Does {
+    walks,
+    clears,
+    clears_as_moved_from,
+    despawns_itself,
+    despawns_its_source,
+    despawns_its_handle
+  };
+  static inline Does does = Does::walks;
+  static inline std::vector<const InTransit*> walked;
+  static inline std::vector<const InTransit*> each_walked;
+  static inline std::vector<const InTransit*> iterated;
+  static inline const InTransit* found = nullptr;
+  explicit InTransit(Pool<InTransit>& pool) : pool(&pool) {}
+  InTransit(InTransit&& other) noexcept : pool(other.pool) {
+    if (!other.moving) return;
+    switch (does) {
+      case Does::walks:
+        pool->for_each([](InTransit& object) { walked.push_back(&object); });
+        pool->each([](Handle<InTransit>, InTransit& object) { each_walked.push_back(&object); });
+        for (const InTransit& object : *pool) iterated.push_back(&object);
+        found = pool->get(pool->handle_of(this));
+        break;
+      case Does::clears:
+        pool->clear();
+        break;
+      case Does::clears_as_moved_from:
+        break;
+      case Does::despawns_itself:
+        pool->despawn(this);
+        break;
+      case Does::despawns_its_source:
+        pool->despawn(&other);
+        break;
+      case Does::despawns_its_handle:
+        pool->despawn(pool->handle_of(this));
+        break;
+    }
+  }
+  ~InTransit() {
+    if (moving && does == Does::clears_as_moved_from) pool->clear();
+  }
+  Pool<InTransit>* pool;
+  bool moving = false;
+};
+
+// Three objects, the first despawned: compact() moves the third into its slot, running `does`.
+void compact_with_a_hole(InTransit::Does does) {
+  Pool<InTransit> pool(4);
+  InTransit* hole = pool.spawn(pool);
+  (void)pool.spawn(pool);
+  pool.spawn(pool)->moving = true;
+  pool.despawn(hole);
+  InTransit::does = does;
+  (void)pool.compact();
+}
+
+TEST(PoolCompact, AWalkFromAMoveConstructorSkipsTheObjectBeingMovedWhoseHandleResolvesToNothing) {
+  Pool<InTransit> pool(4);
+  InTransit* hole = pool.spawn(pool);
+  const InTransit* stays = pool.spawn(pool);
+  InTransit* moves = pool.spawn(pool);
+  moves->moving = true;
+  const Handle<InTransit> handle = pool.handle_of(moves);
+  pool.despawn(hole);
+  InTransit::does = InTransit::Does::walks;
+  InTransit::found = moves;
+  ASSERT_EQ(pool.compact(), 1u);
+  const std::vector<const InTransit*> only_the_other{stays};
+  EXPECT_EQ(InTransit::walked, only_the_other);
+  EXPECT_EQ(InTransit::each_walked, only_the_other);
+  EXPECT_EQ(InTransit::iterated, only_the_other);
+  EXPECT_EQ(InTransit::found, nullptr);
+  ASSERT_NE(pool.get(handle), nullptr);  // once the move has returned
+  EXPECT_EQ(pool.size(), 2u);
+}
+
+using PoolCompactDeathTest = ::testing::Test;
+
+TEST_F(PoolCompactDeathTest, ClearOrADespawnOfTheObjectBeingMovedFromItsMoveConstructorIsReported) {
+  EXPECT_DEATH(compact_with_a_hole(InTransit::Does::clears), "clear\\(\\) during compact\\(\\)");
+  EXPECT_DEATH(compact_with_a_hole(InTransit::Does::clears_as_moved_from),
+               "clear\\(\\) during compact\\(\\)");
+  EXPECT_DEATH(compact_with_a_hole(InTransit::Does::despawns_itself), ", which is not alive");
+  EXPECT_DEATH(compact_with_a_hole(InTransit::Does::despawns_its_source), ", which is not alive");
+  EXPECT_DEATH(compact_with_a_hole(InTransit::Does::despawns_its_handle),
+               "which refers to no live object of this pool");
+}
+
+}  // namespace
