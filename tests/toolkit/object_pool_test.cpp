@@ -418,6 +418,18 @@ TEST(Pool, AHandleOfAPoolMadeManyPoolsEarlierFindsNothing) {
   EXPECT_EQ(later.get(handle), nullptr);
 }
 
+// A type of its own, so that its pool is the first of the type in the process, as a program's
+// first pool of a type is in every run: its generations must not start at a fixed value.
+struct FirstOfItsType {
+  int value;
+};
+
+TEST(Pool, TheFirstPoolOfATypeDoesNotStartAtAFixedGeneration) {
+  Pool<FirstOfItsType> pool(1);
+  const Handle<FirstOfItsType> handle = pool.handle_of(pool.spawn(FirstOfItsType{1}));
+  EXPECT_NE(handle.generation(), 1u);  // where a seed of hash(0) = 0 started it, in every run
+}
+
 TEST(Pool, DespawnThroughAHandleDestroysTheObject) {
   Pool<Counted> pool(2);
   const Handle<Counted> handle = pool.handle_of(pool.spawn(7));

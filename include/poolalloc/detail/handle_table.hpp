@@ -6,13 +6,16 @@
 // compare (of the generation; a dead id's address is null), with no load that waits on another.
 //
 // Every table starts its generations at a seed of its own, a hash of the count of tables made
-// before it, so that a handle from another pool matches no generation here but by chance: for
-// a handle whose id saw n spawns there, with a probability of about n in 4 billion. (Seeds
-// that were multiples of one step, without the hash, let pools made a Fibonacci number apart
-// start near each other.)
+// before it plus a value drawn once a process (from the clocks and the address of a static, which
+// address space randomisation moves), so that a handle from another pool, of this run or of
+// another (a saved game, a server), matches no generation here but by chance: for a handle whose
+// id saw n spawns there, with a probability of about n in 4 billion. (Seeds that were multiples
+// of one step, without the hash, let pools made a Fibonacci number apart start near each other;
+// the count alone gave the same seeds in every run.)
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -31,7 +34,8 @@ class HandleTable {
  public:
   using Key = HandleKey;
 
-  HandleTable() : seed_(mix(tables_made_.fetch_add(1, std::memory_order_relaxed))) {}
+  HandleTable()
+      : seed_(mix(process_salt() + tables_made_.fetch_add(1, std::memory_order_relaxed))) {}
 
   // Takes the memory that add_slots(count) needs; throws std::bad_alloc (and changes nothing else)
   // when it cannot be had. Exactly the room needed (20 bytes a slot): push_back alone would double
@@ -114,6 +118,24 @@ class HandleTable {
   }
 
   static inline std::atomic<std::uint32_t> tables_made_{0};
+
+  // Differs from run to run: the clocks' ticks and where the loader put this static. Not random
+  // enough for security, enough that a run's handles are not another run's. (std::random_device
+  // may throw, or abort without exceptions.)
+  static std::uint32_t process_salt() {
+    static const std::uint32_t salt = [] {
+      const auto ticks =
+          static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count() ^
+                                     std::chrono::system_clock::now().time_since_epoch().count());
+      const auto address =
+          static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&tables_made_));
+      return mix(fold(ticks)) ^ fold(address);
+    }();
+    return salt;
+  }
+  static constexpr std::uint32_t fold(std::uint64_t x) {
+    return static_cast<std::uint32_t>(x) ^ static_cast<std::uint32_t>(x >> 32);
+  }
 
   struct Entry {
     std::uint32_t generation;
