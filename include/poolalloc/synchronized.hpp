@@ -35,12 +35,15 @@ class Synchronized : public detail::ResourceBase<Arena, Synchronized<Arena>> {
   explicit Synchronized(Args&&... args) : arena_(std::forward<Args>(args)...) {}
 
   // The arena's interface, each call under the lock, where the arena has it (detail/forward.hpp):
-  // allocate, deallocate, spawn, despawn, get, handle_of, for_each, clear, compact, set_name, the
-  // queries, reset, marker, release, ... (make_unique is left out: its pointer would despawn on
-  // the arena, around the lock). A FixedPool's block size and alignment are what StlAllocator asks.
+  // allocate, deallocate, spawn, spawn_at, despawn, get, handle_of, for_each, each, clear,
+  // compact, set_name, the queries, reset, marker, release, ... (make_unique is left out: its
+  // pointer would despawn on the arena, around the lock; so are begin and end: a walk holds the
+  // lock throughout, as for_each and each do, or through with_lock). A FixedPool's block size and
+  // alignment are what StlAllocator asks.
   POOLALLOC_FORWARD([[nodiscard]], with_lock, allocate)
   POOLALLOC_FORWARD(, with_lock, deallocate)
   POOLALLOC_FORWARD([[nodiscard]], with_lock, spawn)
+  POOLALLOC_FORWARD([[nodiscard]], with_lock, spawn_at)
   POOLALLOC_FORWARD(, with_lock, despawn)
   POOLALLOC_FORWARD_TYPED(with_lock, new_object)
   POOLALLOC_FORWARD_TYPED(with_lock, new_array)
@@ -60,6 +63,7 @@ class Synchronized : public detail::ResourceBase<Arena, Synchronized<Arena>> {
   POOLALLOC_FORWARD_QUERY(with_lock, get)
   POOLALLOC_FORWARD_QUERY(with_lock, handle_of)
   POOLALLOC_FORWARD_QUERY(with_lock, for_each)
+  POOLALLOC_FORWARD_QUERY(with_lock, each)
   POOLALLOC_FORWARD_QUERY(with_lock, name)
   POOLALLOC_FORWARD_QUERY(with_lock, leak_report)
   POOLALLOC_FORWARD_QUERY(with_lock, size)

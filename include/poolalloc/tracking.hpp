@@ -107,13 +107,16 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
   ~Tracked() { set_sampler(nullptr); }
 
   // The arena's interface where the arena has it (detail/forward.hpp). The calls that change what
-  // it holds are sampled as allocate is: allocate, deallocate, spawn, despawn, new_object,
-  // new_array, clear, reset, swap_buffers, free_to_marker, create, destroy, release, grow. The
-  // others go straight to the arena (under its lock, over a Synchronized one): get, handle_of,
-  // for_each, compact, shrink, marker, the queries. used() and peak() are the tracker's (bytes).
+  // it holds are sampled as allocate is: allocate, deallocate, spawn, spawn_at, despawn,
+  // new_object, new_array, clear, reset, swap_buffers, free_to_marker, create, destroy, release,
+  // grow. The others go straight to the arena (under its lock, over a Synchronized one): get,
+  // handle_of, for_each, each, begin and end (range-for over a tracked Pool<T>; what the loop
+  // spawns or despawns is seen at the next sample), compact, shrink, marker, the queries. used()
+  // and peak() are the tracker's (bytes).
   POOLALLOC_FORWARD([[nodiscard]], call_and_sample, allocate)
   POOLALLOC_FORWARD(, call_and_sample, deallocate)
   POOLALLOC_FORWARD([[nodiscard]], call_and_sample, spawn)
+  POOLALLOC_FORWARD([[nodiscard]], call_and_sample, spawn_at)
   POOLALLOC_FORWARD(, call_and_sample, despawn)
   POOLALLOC_FORWARD_TYPED(call_and_sample, new_object)
   POOLALLOC_FORWARD_TYPED(call_and_sample, new_array)
@@ -132,6 +135,9 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
   POOLALLOC_FORWARD_QUERY(on_arena, get)
   POOLALLOC_FORWARD_QUERY(on_arena, handle_of)
   POOLALLOC_FORWARD_QUERY(on_arena, for_each)
+  POOLALLOC_FORWARD_QUERY(on_arena, each)
+  POOLALLOC_FORWARD_QUERY(on_arena, begin)
+  POOLALLOC_FORWARD_QUERY(on_arena, end)
   POOLALLOC_FORWARD_QUERY(on_arena, leak_report)
   POOLALLOC_FORWARD_QUERY(on_arena, size)
   POOLALLOC_FORWARD_QUERY(on_arena, capacity)

@@ -521,6 +521,44 @@ static_assert(ForwardsReset<Tracked<FrameAllocator>> && !ForwardsReset<Tracked<P
 static_assert(ForwardsGet<poolalloc::Synchronized<Pool<int>>>);
 static_assert(!ForwardsReset<poolalloc::Synchronized<Pool<int>>>);
 
+// Both forward a Pool<T>'s load and its walk with handles: spawn_at and each.
+template <class Wrapper>
+concept ForwardsSpawnAtAndEach = requires(Wrapper& wrapper) {
+  wrapper.spawn_at(poolalloc::Handle<int>(), 1);
+  wrapper.each([](poolalloc::Handle<int>, int&) {});
+};
+static_assert(ForwardsSpawnAtAndEach<Tracked<Pool<int>>>);
+static_assert(ForwardsSpawnAtAndEach<poolalloc::Synchronized<Pool<int>>>);
+
+TEST(Tracked, OverAPoolForwardsSpawnAtSampledAsSpawnEachAndRangeFor) {
+  Pool<int> saved(4);
+  const poolalloc::Handle<int> handle = saved.handle_of(saved.spawn(7));
+  Pool<int> pool(4);
+  Tracked tracked(pool, 1024);
+  ASSERT_NE(tracked.spawn_at(handle, 7), nullptr);
+  EXPECT_EQ(tracked.sampled_used(), sizeof(int));  // sampled after the call, as spawn
+  std::vector<poolalloc::Handle<int>> handles;
+  tracked.each([&](poolalloc::Handle<int> each_handle, int&) { handles.push_back(each_handle); });
+  EXPECT_EQ(handles, std::vector{handle});
+  int sum = 0;
+  for (const int value : tracked) sum += value;
+  for (const int value : std::as_const(tracked)) sum += value;
+  EXPECT_EQ(sum, 14);
+}
+
+TEST(Synchronized, OverAPoolForwardsSpawnAtAndEach) {
+  Pool<int> saved(4);
+  const poolalloc::Handle<int> handle = saved.handle_of(saved.spawn(7));
+  poolalloc::Synchronized<Pool<int>> pool(4);
+  ASSERT_NE(pool.spawn_at(handle, 7), nullptr);
+  EXPECT_EQ(*pool.get(handle), 7);
+  std::vector<poolalloc::Handle<int>> handles;
+  pool.each([&](poolalloc::Handle<int> each_handle, int&) { handles.push_back(each_handle); });
+  std::as_const(pool).each(
+      [&](poolalloc::Handle<int> each_handle, const int&) { handles.push_back(each_handle); });
+  EXPECT_EQ(handles, (std::vector{handle, handle}));
+}
+
 TEST(Tracked, ForwardsTheArenasInterfaceAndSamplesWhatChangesUsage) {
   Pool<int> pool(8);
   Tracked tracked(pool, 1024);
