@@ -172,10 +172,10 @@ class Pool {
   // and the id takes the handle's generation, so that the saved handle, and every copy of it,
   // resolves here. nullptr when the id is taken (its object lives, or is being built), for a
   // default handle, and when the id lies beyond a fixed pool's slots or a growable one cannot grow
-  // to it; a growable pool grows to hold the id (call reserve() first for a whole level). Meant
-  // for a pool that loads (a new one, or cleared): a handle that this pool gave out for the id
-  // with the same generation resolves to the new object too. O(1) but for the growth; if T's
-  // constructor throws, as spawn().
+  // to it; a growable pool grows to hold the id (call reserve() first for a whole level; for
+  // untrusted data use a fixed pool, or check ids first). Meant for a new pool: a cleared one may
+  // give an id back a generation it handed out before, so that its old handles resolve again.
+  // O(1) but for the growth; if T's constructor throws, as spawn().
   template <class... Args>
   [[nodiscard]] T* spawn_at(Handle<T> handle, Args&&... args) {
     const detail::HandleKey key = handle.key_;
