@@ -31,6 +31,7 @@
 
 #include "debug_checks.hpp"
 #include "detail/block_layout.hpp"
+#include "detail/chunk_map.hpp"
 #include "detail/cold.hpp"
 #include "detail/debug_blocks.hpp"
 #include "detail/exceptions.hpp"
@@ -128,8 +129,10 @@ class FixedPool {
   void release() {
     for (const Chunk& chunk : chunks_) free_chunk(chunk);
     chunks_.clear();
+    chunk_map_.release();
+    with_room_.clear();
     current_ = {};
-    current_index_ = kNoChunk;
+    current_index_ = last_freed_ = kNoChunk;
     owned_layout_ = caller_layout_ = {};
     alignment_ = 1;
     capacity_ = used_elsewhere_ = peak_used_ = current_peak_ = 0;
@@ -165,7 +168,7 @@ class FixedPool {
     if (!current_.holds_block(block)) [[unlikely]] {
       if (block == nullptr) return;  // tested here, off the fast path
       if (debug_) return deallocate_checked(block, before_free);
-      make_current(chunk_starting(block));
+      return deallocate_elsewhere(block, before_free);
     }
     before_free(block);
     current_.deallocate(block);
@@ -201,10 +204,12 @@ class FixedPool {
       const std::size_t extra = std::min((unused + bytes) / caller_layout_.stride, room);
       if (extra == 0) break;
       const bool reserved = detail::returns_without_bad_alloc([&] {
+        chunk_map_.reserve(chunk.end, chunk.end + bytes);
         if (debug_) chunk.allocated.resize(blocks.block_count() + extra);
       });
       if (!reserved) return false;
       blocks.extend(static_cast<std::uint32_t>(extra));
+      chunk_map_.insert(chunk.end, chunk.end + bytes, index_of(chunk));
       chunk.end += bytes;
       capacity_ += extra;
       return true;
@@ -225,6 +230,12 @@ class FixedPool {
       capacity_ -= chunk.blocks.block_count();
       free_chunk(chunk);
       chunks_.pop_back();
+    }
+    if (released != 0) {
+      if (last_freed_ >= chunks_.size()) last_freed_ = kNoChunk;
+      std::erase_if(with_room_, [this](std::uint32_t chunk) { return chunk >= chunks_.size(); });
+      chunk_map_.clear();
+      for (const Chunk& chunk : chunks_) chunk_map_.insert(chunk.begin, chunk.end, index_of(chunk));
     }
     return released;
   }
@@ -282,6 +293,7 @@ class FixedPool {
     std::byte* memory = nullptr;  // the first block's front guard
     std::byte* end = nullptr;     // end of the memory the chunk may use
     bool owned = false;           // allocated by the pool, rather than given by the caller
+    bool with_room = false;       // on with_room_
     // Debug checks only:
     detail::AllocationBits allocated;
     std::uint32_t guarded = 0;  // blocks [0, guarded) have had their guard bytes written
@@ -291,8 +303,12 @@ class FixedPool {
   void take(FixedPool& other) noexcept {
     chunks_ = std::move(other.chunks_);
     other.chunks_.clear();
+    chunk_map_ = std::move(other.chunk_map_);
+    with_room_ = std::move(other.with_room_);
+    other.with_room_.clear();
     current_ = other.current_;
     current_index_ = other.current_index_;
+    last_freed_ = other.last_freed_;
     owned_layout_ = other.owned_layout_;
     caller_layout_ = other.caller_layout_;
     alignment_ = other.alignment_;
@@ -367,12 +383,17 @@ class FixedPool {
     chunk.blocks = detail::LazyBlockList(chunk.memory + layout.front_guard,
                                          static_cast<std::uint32_t>(layout.stride),
                                          static_cast<std::uint32_t>(block_count));
+    if (chunks_.empty()) chunk_map_.set_granule(static_cast<std::size_t>(end - begin));
     const bool reserved = detail::returns_without_bad_alloc([&] {
       chunks_.reserve(chunks_.size() + 1);
+      with_room_.reserve(chunks_.size() + 1);  // so that listing a chunk never allocates
+      chunk_map_.reserve(begin, end);
       if (debug_) chunk.allocated.resize(block_count);
     });
     if (!reserved) return false;
+    chunk_map_.insert(begin, end, static_cast<std::uint32_t>(chunks_.size()));
     chunks_.push_back(std::move(chunk));
+    list_with_room(chunks_.back());
     capacity_ += block_count;
     make_current(chunks_.back());
     return true;
@@ -382,10 +403,11 @@ class FixedPool {
   // without a pointer to follow, and its Chunk's copy is stale until another chunk becomes the
   // current one. Pools with debug checks keep current_ empty and their chunks' lists up to date.
   // The pool's count of blocks in use is the current list's plus the other chunks' sum
-  // (used_elsewhere_), which changes only here, so that the fast paths store no count of their
-  // own. The peak is the larger of the peak when the current chunk became current (peak_used_)
-  // and that sum plus the current list's highest count since then (current_peak_). A pool with
-  // debug checks counts every chunk in used_elsewhere_ and keeps its peak in peak_used_.
+  // (used_elsewhere_), which changes only where a chunk stops or starts being the current one and
+  // where a block goes back to another chunk (deallocate_elsewhere), so that the fast paths store
+  // no count of their own. The peak is the larger of the peak when the current chunk became current
+  // (peak_used_) and that sum plus the current list's highest count since then (current_peak_). A
+  // pool with debug checks counts every chunk in used_elsewhere_ and keeps its peak in peak_used_.
   static constexpr std::size_t kNoChunk = SIZE_MAX;
 
   [[nodiscard]] bool is_current(const Chunk& chunk) const {
@@ -398,18 +420,64 @@ class FixedPool {
     return is_current(chunk) ? current_ : chunk.blocks;
   }
 
+  [[nodiscard]] std::uint32_t index_of(const Chunk& chunk) const {
+    return static_cast<std::uint32_t>(&chunk - chunks_.data());
+  }
+
   void make_current(Chunk& chunk) {
-    const auto index = static_cast<std::size_t>(&chunk - chunks_.data());
+    const std::size_t index = index_of(chunk);
     if (index == current_index_) return;
     if (!debug_) {
-      peak_used_ = peak_used();
-      used_elsewhere_ += current_.used_count();
-      if (current_index_ != kNoChunk) chunks_[current_index_].blocks = current_;
+      leave_current();
       current_ = chunk.blocks;
       used_elsewhere_ -= current_.used_count();
       current_peak_ = current_.used_count();
     }
     current_index_ = index;
+  }
+
+  // Puts the current list back in its chunk and leaves no chunk current (current_ empty, which
+  // holds no block and hands out none, so that both fast paths miss). Not under debug checks.
+  void leave_current() {
+    if (current_index_ == kNoChunk) return;
+    peak_used_ = peak_used();
+    used_elsewhere_ += current_.used_count();
+    if (!current_.full()) list_with_room(chunks_[current_index_]);
+    chunks_[current_index_].blocks = current_;
+    current_ = {};
+    current_peak_ = 0;
+    current_index_ = kNoChunk;
+  }
+
+  // A block of another chunk than the current one goes on its own chunk's list, found in O(1)
+  // (detail::ChunkMap), and no chunk stays current: the blocks that follow it, freed in a random
+  // order over many chunks (a pmr map's nodes), each go to their own chunk's list, and none
+  // switches the current list (two copies of it). The next allocation makes the chunk of the
+  // block freed last the current one and takes that block, which is so still the next one handed
+  // out.
+  // Out of line, as the other slow paths, so that the fast paths inlined in a caller keep few
+  // registers to save.
+  template <class BeforeFree>
+  [[POOLALLOC_NOINLINE]] void deallocate_elsewhere(void* block, BeforeFree& before_free) {
+    leave_current();  // every chunk's own list is now up to date
+    const std::uint32_t index = chunk_map_.find(block, [this, block](std::uint32_t chunk) {
+      return chunks_[chunk].blocks.holds_block(block);
+    });
+    if (index == detail::ChunkMap::kNone) chunk_starting(block);  // reports the fault, aborts
+    before_free(block);
+    chunks_[index].blocks.deallocate(block);
+    list_with_room(chunks_[index]);
+    --used_elsewhere_;
+    last_freed_ = index;
+  }
+
+  // Every chunk with a free block but the current one is on with_room_ (and some that filled up
+  // since they were listed, which chunk_with_room() drops), once: its capacity is the number of
+  // chunks, so that this never allocates.
+  void list_with_room(Chunk& chunk) {
+    if (chunk.with_room) return;
+    chunk.with_room = true;
+    with_room_.push_back(index_of(chunk));
   }
 
   // The memory starts inside a chunk, or a chunk starts inside the memory. Unsigned differences
@@ -436,7 +504,7 @@ class FixedPool {
       current_peak_ = current_.used_count();
   }
 
-  void* allocate_from_another_chunk() {
+  [[POOLALLOC_NOINLINE]] void* allocate_from_another_chunk() {
     Chunk* chunk = chunk_with_room();
     if (chunk == nullptr) return nullptr;
     make_current(*chunk);
@@ -445,14 +513,23 @@ class FixedPool {
     return block;
   }
 
-  // The current chunk if it has a free block, else the first that has one, else a new one where
-  // the pool may grow; nullptr when there is none.
+  // The chunk of the block freed last where no chunk is current (deallocate_elsewhere), else the
+  // current chunk if it has a free block, else the one listed last of with_room_ that still has
+  // one, else a new one where the pool may grow; nullptr when there is none. O(1) amortised: a
+  // chunk is listed once each time it goes from full to having room.
   Chunk* chunk_with_room() {
+    if (last_freed_ != kNoChunk) {
+      Chunk& chunk = chunks_[std::exchange(last_freed_, kNoChunk)];
+      if (!blocks_of(chunk).full()) return &chunk;
+    }
     if (current_index_ != kNoChunk && !blocks_of(chunks_[current_index_]).full()) {
       return &chunks_[current_index_];
     }
-    for (Chunk& chunk : chunks_) {
+    while (!with_room_.empty()) {
+      Chunk& chunk = chunks_[with_room_.back()];
       if (!blocks_of(chunk).full()) return &chunk;
+      chunk.with_room = false;  // full since it was listed
+      with_room_.pop_back();
     }
     if (growth_ == Growth::fixed || chunks_.empty() ||
         !add_owned_chunk(std::min(capacity_, max_blocks_per_chunk(owned_layout_)))) {
@@ -470,12 +547,12 @@ class FixedPool {
     return blocks_of(chunk).contains(p) && address < end;
   }
 
-  // The chunk holding `block`; aborts when there is none.
+  // The chunk holding `block`; aborts when there is none. O(1): see detail::ChunkMap.
   Chunk& chunk_holding(const void* block) {
-    for (Chunk& chunk : chunks_) {
-      if (holds(chunk, block)) return chunk;
-    }
-    fail_deallocate(block, " outside the pool");
+    const std::uint32_t index = chunk_map_.find(
+        block, [this, block](std::uint32_t chunk) { return holds(chunks_[chunk], block); });
+    if (index == detail::ChunkMap::kNone) fail_deallocate(block, " outside the pool");
+    return chunks_[index];
   }
 
   // The chunk in which a block starts at `block`; aborts when there is none.
@@ -487,7 +564,7 @@ class FixedPool {
     return chunk;
   }
 
-  void* allocate_checked() {
+  [[POOLALLOC_NOINLINE]] void* allocate_checked() {
     Chunk* chunk_with_block = chunk_with_room();
     if (chunk_with_block == nullptr) return nullptr;
     Chunk& chunk = *chunk_with_block;
@@ -509,7 +586,7 @@ class FixedPool {
   }
 
   template <class BeforeFree>
-  void deallocate_checked(void* block, BeforeFree& before_free) {
+  [[POOLALLOC_NOINLINE]] void deallocate_checked(void* block, BeforeFree& before_free) {
     Chunk& chunk = chunk_starting(block);
     make_current(chunk);
     const std::uint32_t index = chunk.blocks.index_of(block);
@@ -522,6 +599,7 @@ class FixedPool {
     detail::fill(static_cast<std::byte*>(block), block_size(), detail::kFreedFill);
     chunk.allocated.clear(index);
     chunk.blocks.deallocate(block);
+    list_with_room(chunk);
     --used_elsewhere_;
   }
 
@@ -593,8 +671,11 @@ class FixedPool {
   }
 
   std::vector<Chunk> chunks_;
+  detail::ChunkMap chunk_map_;            // which chunk holds an address
+  std::vector<std::uint32_t> with_room_;  // see list_with_room()
   detail::LazyBlockList current_;         // the list of the chunk used last
-  std::size_t current_index_ = kNoChunk;  // that chunk's index in chunks_
+  std::size_t current_index_ = kNoChunk;  // that chunk's index in chunks_, or none
+  std::size_t last_freed_ = kNoChunk;     // see deallocate_elsewhere()
   detail::BlockLayout owned_layout_;      // with guard bytes under debug checks
   detail::BlockLayout caller_layout_;     // never with guard bytes
   std::size_t alignment_ = 1;
