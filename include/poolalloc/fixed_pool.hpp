@@ -465,8 +465,10 @@ class FixedPool {
     });
     if (index == detail::ChunkMap::kNone) chunk_starting(block);  // reports the fault, aborts
     before_free(block);
-    chunks_[index].blocks.deallocate(block);
-    list_with_room(chunks_[index]);
+    Chunk& chunk = chunks_[index];
+    chunk.blocks.deallocate(block);
+    if (!chunk.with_room) [[unlikely]]
+      list_with_room(chunk);
     --used_elsewhere_;
     last_freed_ = index;
   }
