@@ -36,6 +36,8 @@ class ChunkMap {
     if (needed <= table_.size()) return;
     std::vector<Entry> table(std::bit_ceil(needed < 16 ? std::size_t{16} : needed));
     std::swap(table, table_);
+    mask_ = table_.size() - 1;
+    hash_shift_ = 64 - std::countr_zero(table_.size());
     count_ = 0;
     for (const Entry& entry : table) {
       if (entry.chunk != kNone) place(entry);
@@ -53,10 +55,9 @@ class ChunkMap {
   // The chunk entered under p's granule for which holds(chunk) is true; kNone when none is.
   template <class Holds>
   [[nodiscard]] std::uint32_t find(const void* p, Holds&& holds) const {
-    if (table_.empty()) return kNone;
+    if (mask_ == 0) return kNone;  // no table
     const std::uintptr_t granule = granule_of(p);
-    const std::size_t mask = table_.size() - 1;
-    for (std::size_t slot = slot_of(granule);; slot = (slot + 1) & mask) {
+    for (std::size_t slot = slot_of(granule);; slot = (slot + 1) & mask_) {
       const Entry& entry = table_[slot];
       if (entry.chunk == kNone) return kNone;
       if (entry.granule == granule && holds(entry.chunk)) return entry.chunk;
@@ -73,7 +74,7 @@ class ChunkMap {
   // Forgets every chunk and frees the table.
   void release() {
     table_ = {};
-    count_ = 0;
+    mask_ = count_ = 0;
   }
 
  private:
@@ -91,18 +92,18 @@ class ChunkMap {
   }
   // Fibonacci hashing: the granule times 2^64 / phi, its top bits.
   [[nodiscard]] std::size_t slot_of(std::uintptr_t granule) const {
-    return static_cast<std::size_t>((std::uint64_t{granule} * 0x9E3779B97F4A7C15u) >>
-                                    (64 - std::countr_zero(table_.size())));
+    return static_cast<std::size_t>((std::uint64_t{granule} * 0x9E3779B97F4A7C15u) >> hash_shift_);
   }
   void place(const Entry& entry) {
-    const std::size_t mask = table_.size() - 1;
     std::size_t slot = slot_of(entry.granule);
-    while (table_[slot].chunk != kNone) slot = (slot + 1) & mask;
+    while (table_[slot].chunk != kNone) slot = (slot + 1) & mask_;
     table_[slot] = entry;
     ++count_;
   }
 
   std::vector<Entry> table_;  // a power of two of entries, or none
+  std::size_t mask_ = 0;      // table_.size() - 1, 0 without a table
+  int hash_shift_ = 64;       // 64 - log2(table_.size())
   std::size_t count_ = 0;     // entries in use
   int shift_ = 12;
 };
