@@ -2,12 +2,13 @@
 //
 // - O(1) creation: no block is touched until it is handed out (detail::LazyBlockList), so a pool
 //   of 10 M blocks is created as fast as one of 1 K.
-// - O(1) allocate and deallocate while one chunk serves; blocks are at least 4 bytes, because a
-//   free block holds the 4-byte index of the next one.
+// - O(1) allocate and deallocate; blocks are at least 4 bytes, because a free block holds the
+//   4-byte index of the next one.
 // - Growth chains chunks and never moves a block: grow() adds one on request, and a growable pool
 //   adds one when full, each as large as the whole pool so far (capacity doubles). With several
-//   chunks, allocate and deallocate stay O(1) while they hit the chunk used last and cost
-//   O(chunks) when they switch.
+//   chunks, deallocate stays O(1) whatever the chunk of the block (detail::ChunkMap finds it), and
+//   allocate is O(1) amortised (a list of the chunks with room). The fast paths are those of the
+//   chunk used last.
 // - Always on, because it is cheap (one multiply, a rotate and a compare): deallocate of a
 //   pointer outside the pool or not on a block boundary is reported and aborts.
 // - Debug checks (POOLALLOC_DEBUG, or DebugChecks::on): double-free detection, fill patterns
@@ -220,7 +221,8 @@ class FixedPool {
   // The paper's resizing down: gives back the trailing chunks, all but the first, that hold no
   // live block (owned memory is freed, caller memory is the caller's again) and returns their
   // bytes: all that was allocated, or all that create() and grow() were given, the bytes skipped
-  // to align a buffer included. It stops at the last chunk with a live block. O(chunks).
+  // to align a buffer included. It stops at the last chunk with a live block. O(chunks + capacity
+  // / the first chunk's blocks): the chunks kept are entered in chunk_map_ again.
   std::size_t shrink() {
     std::size_t released = 0;
     while (chunks_.size() > 1 && blocks_of(chunks_.back()).empty()) {
@@ -409,6 +411,7 @@ class FixedPool {
   // (peak_used_) and that sum plus the current list's highest count since then (current_peak_). A
   // pool with debug checks counts every chunk in used_elsewhere_ and keeps its peak in peak_used_.
   static constexpr std::size_t kNoChunk = SIZE_MAX;
+  static constexpr detail::LazyBlockList kNoList{};
 
   [[nodiscard]] bool is_current(const Chunk& chunk) const {
     return !debug_ && static_cast<std::size_t>(&chunk - chunks_.data()) == current_index_;
@@ -444,7 +447,7 @@ class FixedPool {
     used_elsewhere_ += current_.used_count();
     if (!current_.full()) list_with_room(chunks_[current_index_]);
     chunks_[current_index_].blocks = current_;
-    current_ = {};
+    current_ = kNoList;  // a copy: cheaper than building an empty list
     current_peak_ = 0;
     current_index_ = kNoChunk;
   }
