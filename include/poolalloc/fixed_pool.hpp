@@ -441,7 +441,7 @@ class FixedPool {
 
   // Puts the current list back in its chunk and leaves no chunk current (current_ empty, which
   // holds no block and hands out none, so that both fast paths miss). Not under debug checks.
-  void leave_current() {
+  [[POOLALLOC_NOINLINE]] void leave_current() {
     if (current_index_ == kNoChunk) return;
     peak_used_ = peak_used();
     used_elsewhere_ += current_.used_count();
@@ -462,11 +462,12 @@ class FixedPool {
   // registers to save.
   template <class BeforeFree>
   [[POOLALLOC_NOINLINE]] void deallocate_elsewhere(void* block, BeforeFree& before_free) {
-    leave_current();  // every chunk's own list is now up to date
+    if (current_index_ != kNoChunk) leave_current();  // every chunk's own list is up to date
     const std::uint32_t index = chunk_map_.find(block, [this, block](std::uint32_t chunk) {
       return chunks_[chunk].blocks.holds_block(block);
     });
-    if (index == detail::ChunkMap::kNone) chunk_starting(block);  // reports the fault, aborts
+    if (index == detail::ChunkMap::kNone) [[unlikely]]
+      fail_deallocate_of(block);
     before_free(block);
     Chunk& chunk = chunks_[index];
     chunk.blocks.deallocate(block);
@@ -661,6 +662,13 @@ class FixedPool {
     detail::Message message = describe();
     message << fault;
     detail::fatal(message);
+  }
+  // A block that no chunk has: outside them all, or inside one but not where a block starts.
+  [[noreturn, POOLALLOC_COLD]] void fail_deallocate_of(const void* block) const {
+    const bool inside =
+        std::any_of(chunks_.begin(), chunks_.end(),
+                    [this, block](const Chunk& chunk) { return holds(chunk, block); });
+    fail_deallocate(block, inside ? " not on a block boundary" : " outside the pool");
   }
   [[noreturn, POOLALLOC_COLD]] void fail_deallocate(const void* block,
                                                     std::string_view fault) const {
