@@ -2,12 +2,13 @@
 //
 // - O(1) creation: no block is touched until it is handed out (detail::LazyBlockList), so a pool
 //   of 10 M blocks is created as fast as one of 1 K.
-// - O(1) allocate and deallocate while one chunk serves; blocks are at least 4 bytes, because a
-//   free block holds the 4-byte index of the next one.
+// - O(1) allocate and deallocate; blocks are at least 4 bytes, because a free block holds the
+//   4-byte index of the next one.
 // - Growth chains chunks and never moves a block: grow() adds one on request, and a growable pool
 //   adds one when full, each as large as the whole pool so far (capacity doubles). With several
-//   chunks, allocate and deallocate stay O(1) while they hit the chunk used last and cost
-//   O(chunks) when they switch.
+//   chunks, deallocate stays O(1) whatever the chunk of the block (detail::ChunkMap finds it), and
+//   allocate is O(1) amortised (a list of the chunks with room). The fast paths are those of the
+//   chunk used last.
 // - Always on, because it is cheap (one multiply, a rotate and a compare): deallocate of a
 //   pointer outside the pool or not on a block boundary is reported and aborts.
 // - Debug checks (POOLALLOC_DEBUG, or DebugChecks::on): double-free detection, fill patterns
@@ -31,6 +32,7 @@
 
 #include "debug_checks.hpp"
 #include "detail/block_layout.hpp"
+#include "detail/chunk_map.hpp"
 #include "detail/cold.hpp"
 #include "detail/debug_blocks.hpp"
 #include "detail/exceptions.hpp"
@@ -128,8 +130,10 @@ class FixedPool {
   void release() {
     for (const Chunk& chunk : chunks_) free_chunk(chunk);
     chunks_.clear();
+    chunk_map_.release();
+    with_room_.clear();
     current_ = {};
-    current_index_ = kNoChunk;
+    current_index_ = last_freed_ = kNoChunk;
     owned_layout_ = caller_layout_ = {};
     alignment_ = 1;
     capacity_ = used_elsewhere_ = peak_used_ = current_peak_ = 0;
@@ -141,7 +145,7 @@ class FixedPool {
   // used last serves): a free list's head and its link, two stores (the head, the lists' count),
   // the peak's compare (detail::LazyBlockList: the free blocks are kept on 8 lists, so that a
   // miss on one link holds up only every 8th allocation). An allocate/deallocate pair in a loop
-  // measures 41 instructions under callgrind, the loop's own included (g++ 12, Release):
+  // measures 39 instructions under callgrind, the loop's own included (g++ 12, Release):
   // tests/toolkit/fixed_pool_instructions.sh holds it.
   [[nodiscard]] void* allocate() {
     if (void* block = current_.allocate()) [[likely]] {
@@ -165,7 +169,7 @@ class FixedPool {
     if (!current_.holds_block(block)) [[unlikely]] {
       if (block == nullptr) return;  // tested here, off the fast path
       if (debug_) return deallocate_checked(block, before_free);
-      make_current(chunk_starting(block));
+      return deallocate_elsewhere(block, before_free);
     }
     before_free(block);
     current_.deallocate(block);
@@ -201,10 +205,12 @@ class FixedPool {
       const std::size_t extra = std::min((unused + bytes) / caller_layout_.stride, room);
       if (extra == 0) break;
       const bool reserved = detail::returns_without_bad_alloc([&] {
+        chunk_map_.reserve(chunk.end, chunk.end + bytes);
         if (debug_) chunk.allocated.resize(blocks.block_count() + extra);
       });
       if (!reserved) return false;
       blocks.extend(static_cast<std::uint32_t>(extra));
+      chunk_map_.insert(chunk.end, chunk.end + bytes, index_of(chunk));
       chunk.end += bytes;
       capacity_ += extra;
       return true;
@@ -215,7 +221,8 @@ class FixedPool {
   // The paper's resizing down: gives back the trailing chunks, all but the first, that hold no
   // live block (owned memory is freed, caller memory is the caller's again) and returns their
   // bytes: all that was allocated, or all that create() and grow() were given, the bytes skipped
-  // to align a buffer included. It stops at the last chunk with a live block. O(chunks).
+  // to align a buffer included. It stops at the last chunk with a live block. O(chunks + capacity
+  // / the first chunk's blocks): the chunks kept are entered in chunk_map_ again.
   std::size_t shrink() {
     std::size_t released = 0;
     while (chunks_.size() > 1 && blocks_of(chunks_.back()).empty()) {
@@ -225,6 +232,12 @@ class FixedPool {
       capacity_ -= chunk.blocks.block_count();
       free_chunk(chunk);
       chunks_.pop_back();
+    }
+    if (released != 0) {
+      if (last_freed_ >= chunks_.size()) last_freed_ = kNoChunk;
+      std::erase_if(with_room_, [this](std::uint32_t chunk) { return chunk >= chunks_.size(); });
+      chunk_map_.clear();
+      for (const Chunk& chunk : chunks_) chunk_map_.insert(chunk.begin, chunk.end, index_of(chunk));
     }
     return released;
   }
@@ -282,6 +295,7 @@ class FixedPool {
     std::byte* memory = nullptr;  // the first block's front guard
     std::byte* end = nullptr;     // end of the memory the chunk may use
     bool owned = false;           // allocated by the pool, rather than given by the caller
+    bool with_room = false;       // on with_room_
     // Debug checks only:
     detail::AllocationBits allocated;
     std::uint32_t guarded = 0;  // blocks [0, guarded) have had their guard bytes written
@@ -291,8 +305,12 @@ class FixedPool {
   void take(FixedPool& other) noexcept {
     chunks_ = std::move(other.chunks_);
     other.chunks_.clear();
+    chunk_map_ = std::move(other.chunk_map_);
+    with_room_ = std::move(other.with_room_);
+    other.with_room_.clear();
     current_ = other.current_;
     current_index_ = other.current_index_;
+    last_freed_ = other.last_freed_;
     owned_layout_ = other.owned_layout_;
     caller_layout_ = other.caller_layout_;
     alignment_ = other.alignment_;
@@ -367,12 +385,17 @@ class FixedPool {
     chunk.blocks = detail::LazyBlockList(chunk.memory + layout.front_guard,
                                          static_cast<std::uint32_t>(layout.stride),
                                          static_cast<std::uint32_t>(block_count));
+    if (chunks_.empty()) chunk_map_.set_granule(static_cast<std::size_t>(end - begin));
     const bool reserved = detail::returns_without_bad_alloc([&] {
       chunks_.reserve(chunks_.size() + 1);
+      with_room_.reserve(chunks_.size() + 1);  // so that listing a chunk never allocates
+      chunk_map_.reserve(begin, end);
       if (debug_) chunk.allocated.resize(block_count);
     });
     if (!reserved) return false;
+    chunk_map_.insert(begin, end, static_cast<std::uint32_t>(chunks_.size()));
     chunks_.push_back(std::move(chunk));
+    list_with_room(chunks_.back());
     capacity_ += block_count;
     make_current(chunks_.back());
     return true;
@@ -382,11 +405,13 @@ class FixedPool {
   // without a pointer to follow, and its Chunk's copy is stale until another chunk becomes the
   // current one. Pools with debug checks keep current_ empty and their chunks' lists up to date.
   // The pool's count of blocks in use is the current list's plus the other chunks' sum
-  // (used_elsewhere_), which changes only here, so that the fast paths store no count of their
-  // own. The peak is the larger of the peak when the current chunk became current (peak_used_)
-  // and that sum plus the current list's highest count since then (current_peak_). A pool with
-  // debug checks counts every chunk in used_elsewhere_ and keeps its peak in peak_used_.
+  // (used_elsewhere_), which changes only where a chunk stops or starts being the current one and
+  // where a block goes back to another chunk (deallocate_elsewhere), so that the fast paths store
+  // no count of their own. The peak is the larger of the peak when the current chunk became current
+  // (peak_used_) and that sum plus the current list's highest count since then (current_peak_). A
+  // pool with debug checks counts every chunk in used_elsewhere_ and keeps its peak in peak_used_.
   static constexpr std::size_t kNoChunk = SIZE_MAX;
+  static constexpr detail::LazyBlockList kNoList{};
 
   [[nodiscard]] bool is_current(const Chunk& chunk) const {
     return !debug_ && static_cast<std::size_t>(&chunk - chunks_.data()) == current_index_;
@@ -398,18 +423,67 @@ class FixedPool {
     return is_current(chunk) ? current_ : chunk.blocks;
   }
 
+  [[nodiscard]] std::uint32_t index_of(const Chunk& chunk) const {
+    return static_cast<std::uint32_t>(&chunk - chunks_.data());
+  }
+
   void make_current(Chunk& chunk) {
-    const auto index = static_cast<std::size_t>(&chunk - chunks_.data());
+    const std::size_t index = index_of(chunk);
     if (index == current_index_) return;
     if (!debug_) {
-      peak_used_ = peak_used();
-      used_elsewhere_ += current_.used_count();
-      if (current_index_ != kNoChunk) chunks_[current_index_].blocks = current_;
+      leave_current();
       current_ = chunk.blocks;
       used_elsewhere_ -= current_.used_count();
       current_peak_ = current_.used_count();
     }
     current_index_ = index;
+  }
+
+  // Puts the current list back in its chunk and leaves no chunk current (current_ empty, which
+  // holds no block and hands out none, so that both fast paths miss). Not under debug checks.
+  [[POOLALLOC_NOINLINE]] void leave_current() {
+    if (current_index_ == kNoChunk) return;
+    peak_used_ = peak_used();
+    used_elsewhere_ += current_.used_count();
+    if (!current_.full()) list_with_room(chunks_[current_index_]);
+    chunks_[current_index_].blocks = current_;
+    current_ = kNoList;  // a copy: cheaper than building an empty list
+    current_peak_ = 0;
+    current_index_ = kNoChunk;
+  }
+
+  // A block of another chunk than the current one goes on its own chunk's list, found in O(1)
+  // (detail::ChunkMap), and no chunk stays current: the blocks that follow it, freed in a random
+  // order over many chunks (a pmr map's nodes), each go to their own chunk's list, and none
+  // switches the current list (two copies of it). The next allocation makes the chunk of the
+  // block freed last the current one and takes that block, which is so still the next one handed
+  // out.
+  // Out of line, as the other slow paths, so that the fast paths inlined in a caller keep few
+  // registers to save.
+  template <class BeforeFree>
+  [[POOLALLOC_NOINLINE]] void deallocate_elsewhere(void* block, BeforeFree& before_free) {
+    if (current_index_ != kNoChunk) leave_current();  // every chunk's own list is up to date
+    const std::uint32_t index = chunk_map_.find(block, [this, block](std::uint32_t chunk) {
+      return chunks_[chunk].blocks.holds_block(block);
+    });
+    if (index == detail::ChunkMap::kNone) [[unlikely]]
+      fail_deallocate_of(block);
+    before_free(block);
+    Chunk& chunk = chunks_[index];
+    chunk.blocks.deallocate(block);
+    if (!chunk.with_room) [[unlikely]]
+      list_with_room(chunk);
+    --used_elsewhere_;
+    last_freed_ = index;
+  }
+
+  // Every chunk with a free block but the current one is on with_room_ (and some that filled up
+  // since they were listed, which chunk_with_room() drops), once: its capacity is the number of
+  // chunks, so that this never allocates.
+  void list_with_room(Chunk& chunk) {
+    if (chunk.with_room) return;
+    chunk.with_room = true;
+    with_room_.push_back(index_of(chunk));
   }
 
   // The memory starts inside a chunk, or a chunk starts inside the memory. Unsigned differences
@@ -436,7 +510,7 @@ class FixedPool {
       current_peak_ = current_.used_count();
   }
 
-  void* allocate_from_another_chunk() {
+  [[POOLALLOC_NOINLINE]] void* allocate_from_another_chunk() {
     Chunk* chunk = chunk_with_room();
     if (chunk == nullptr) return nullptr;
     make_current(*chunk);
@@ -445,14 +519,23 @@ class FixedPool {
     return block;
   }
 
-  // The current chunk if it has a free block, else the first that has one, else a new one where
-  // the pool may grow; nullptr when there is none.
+  // The chunk of the block freed last where no chunk is current (deallocate_elsewhere), else the
+  // current chunk if it has a free block, else the one listed last of with_room_ that still has
+  // one, else a new one where the pool may grow; nullptr when there is none. O(1) amortised: a
+  // chunk is listed once each time it goes from full to having room.
   Chunk* chunk_with_room() {
+    if (last_freed_ != kNoChunk) {
+      Chunk& chunk = chunks_[std::exchange(last_freed_, kNoChunk)];
+      if (!blocks_of(chunk).full()) return &chunk;
+    }
     if (current_index_ != kNoChunk && !blocks_of(chunks_[current_index_]).full()) {
       return &chunks_[current_index_];
     }
-    for (Chunk& chunk : chunks_) {
+    while (!with_room_.empty()) {
+      Chunk& chunk = chunks_[with_room_.back()];
       if (!blocks_of(chunk).full()) return &chunk;
+      chunk.with_room = false;  // full since it was listed
+      with_room_.pop_back();
     }
     if (growth_ == Growth::fixed || chunks_.empty() ||
         !add_owned_chunk(std::min(capacity_, max_blocks_per_chunk(owned_layout_)))) {
@@ -470,12 +553,12 @@ class FixedPool {
     return blocks_of(chunk).contains(p) && address < end;
   }
 
-  // The chunk holding `block`; aborts when there is none.
+  // The chunk holding `block`; aborts when there is none. O(1): see detail::ChunkMap.
   Chunk& chunk_holding(const void* block) {
-    for (Chunk& chunk : chunks_) {
-      if (holds(chunk, block)) return chunk;
-    }
-    fail_deallocate(block, " outside the pool");
+    const std::uint32_t index = chunk_map_.find(
+        block, [this, block](std::uint32_t chunk) { return holds(chunks_[chunk], block); });
+    if (index == detail::ChunkMap::kNone) fail_deallocate(block, " outside the pool");
+    return chunks_[index];
   }
 
   // The chunk in which a block starts at `block`; aborts when there is none.
@@ -487,7 +570,7 @@ class FixedPool {
     return chunk;
   }
 
-  void* allocate_checked() {
+  [[POOLALLOC_NOINLINE]] void* allocate_checked() {
     Chunk* chunk_with_block = chunk_with_room();
     if (chunk_with_block == nullptr) return nullptr;
     Chunk& chunk = *chunk_with_block;
@@ -509,7 +592,7 @@ class FixedPool {
   }
 
   template <class BeforeFree>
-  void deallocate_checked(void* block, BeforeFree& before_free) {
+  [[POOLALLOC_NOINLINE]] void deallocate_checked(void* block, BeforeFree& before_free) {
     Chunk& chunk = chunk_starting(block);
     make_current(chunk);
     const std::uint32_t index = chunk.blocks.index_of(block);
@@ -522,6 +605,7 @@ class FixedPool {
     detail::fill(static_cast<std::byte*>(block), block_size(), detail::kFreedFill);
     chunk.allocated.clear(index);
     chunk.blocks.deallocate(block);
+    list_with_room(chunk);
     --used_elsewhere_;
   }
 
@@ -579,6 +663,13 @@ class FixedPool {
     message << fault;
     detail::fatal(message);
   }
+  // A block that no chunk has: outside them all, or inside one but not where a block starts.
+  [[noreturn, POOLALLOC_COLD]] void fail_deallocate_of(const void* block) const {
+    const bool inside =
+        std::any_of(chunks_.begin(), chunks_.end(),
+                    [this, block](const Chunk& chunk) { return holds(chunk, block); });
+    fail_deallocate(block, inside ? " not on a block boundary" : " outside the pool");
+  }
   [[noreturn, POOLALLOC_COLD]] void fail_deallocate(const void* block,
                                                     std::string_view fault) const {
     detail::Message message = describe();
@@ -593,8 +684,11 @@ class FixedPool {
   }
 
   std::vector<Chunk> chunks_;
+  detail::ChunkMap chunk_map_;            // which chunk holds an address
+  std::vector<std::uint32_t> with_room_;  // see list_with_room()
   detail::LazyBlockList current_;         // the list of the chunk used last
-  std::size_t current_index_ = kNoChunk;  // that chunk's index in chunks_
+  std::size_t current_index_ = kNoChunk;  // that chunk's index in chunks_, or none
+  std::size_t last_freed_ = kNoChunk;     // see deallocate_elsewhere()
   detail::BlockLayout owned_layout_;      // with guard bytes under debug checks
   detail::BlockLayout caller_layout_;     // never with guard bytes
   std::size_t alignment_ = 1;

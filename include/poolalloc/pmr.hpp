@@ -1,8 +1,9 @@
 // Adapters from the toolkit's allocators to the standard library's allocator interfaces.
 //
 // - PoolResource: a std::pmr::memory_resource serving requests up to a size from FixedPools,
-//   one per power of two from 8 bytes up (requests above it, or more aligned, go upstream).
-//   used() counts the bytes asked for, reserved() the bytes it holds.
+//   one per 8-byte step up to 128 bytes and one per power of two from there (requests above it,
+//   or more aligned, go upstream). used() counts the bytes asked for, reserved() the bytes it
+//   holds.
 // - FrameResource, StackResource: memory_resources over a FrameAllocator (or the current frame of
 //   a DoubleBufferedFrameAllocator) / StackAllocator. Their deallocate does nothing: the memory
 //   comes back with reset() / swap_buffers() / free_to_marker().
@@ -30,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/cold.hpp"
 #include "detail/exceptions.hpp"
 #include "detail/name.hpp"
 #include "detail/printing.hpp"
@@ -44,6 +46,12 @@ class PoolResource final : public std::pmr::memory_resource {
  public:
   static constexpr std::size_t kSmallestBlock = 8;
   static constexpr std::size_t kLargestBlockLimit = std::size_t{1} << 20;
+  // Requests up to kLargestStep bytes, aligned to at most kStepAlignment, take blocks of the next
+  // multiple of 8 bytes (of 16 where they ask for 16), so that a std::map's 40-byte nodes take 40
+  // rather than 64: such a pool's blocks are aligned to 16 where their size is a multiple of 16,
+  // else to 8. Larger or more aligned requests take blocks of a power of two, aligned to it.
+  static constexpr std::size_t kLargestStep = 128;
+  static constexpr std::size_t kStepAlignment = 16;
 
   // largest_block is rounded up to a power of two (at most kLargestBlockLimit). A size's pool
   // is created when it is first used, with blocks_per_chunk blocks, and doubles when full.
@@ -173,47 +181,83 @@ class PoolResource final : public std::pmr::memory_resource {
     return blocks;
   }
 
-  // Blocks of a power-of-two size, aligned to that size, serve any alignment up to it.
-  static std::size_t block_for(std::size_t bytes, std::size_t alignment) {
-    return std::bit_ceil(std::max({bytes, alignment, kSmallestBlock}));
-  }
-  static std::size_t pool_index(std::size_t block) {
-    return static_cast<std::size_t>(std::countr_zero(block / kSmallestBlock));
-  }
-  [[nodiscard]] std::size_t pool_count() const { return pool_index(largest_block_) + 1; }
-
-  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
-    void* p = nullptr;
-    if (bytes > largest_block_ || alignment > largest_block_) {
-      // The record first: where it cannot be kept, no block has been taken that would leak.
-      upstream_blocks_.push_back({nullptr, bytes, alignment});
-      p = detail::undo_on_throw([&] { return upstream_->allocate(bytes, alignment); },
-                                [&] { upstream_blocks_.pop_back(); });
-      upstream_blocks_.back().memory = p;
-    } else {
-      const std::size_t block = block_for(bytes, alignment);
-      FixedPool& pool = pools_[pool_index(block)];
-      if (pool.capacity() == 0) {
-        pool.create(block, blocks_per_chunk_, block, Growth::growable, debug_);
-        pool.set_name(name_.c_str());
-      }
-      p = pool.allocate();
-      if (p == nullptr) {
-        detail::throw_or_abort<std::bad_alloc>(
-            "poolalloc::PoolResource: out of memory for a block");
-      }
+  // pools_[0, kStepPools) hold blocks of 8, 16, ... kLargestStep bytes; pools_[kStepPools + i]
+  // blocks of kSmallestBlock << i bytes, aligned to that size, which serve any alignment up to it.
+  static constexpr std::size_t kStepPools = kLargestStep / kSmallestBlock;
+  static std::size_t pool_index(std::size_t bytes, std::size_t alignment) {
+    // A step's index is the request's last byte rounded up to the step (8, or 16 where it asks
+    // for 16: alignment / 2 adds the bit that rounds to 16), in steps of 8. 0 bytes wraps round
+    // and takes the smallest power of two.
+    if (bytes - 1 < kLargestStep && alignment <= kStepAlignment) {
+      return ((bytes - 1) | (alignment / 2) | (kSmallestBlock - 1)) / kSmallestBlock;
     }
+    return kStepPools +
+           static_cast<std::size_t>(std::countr_zero(
+               std::bit_ceil(std::max({bytes, alignment, kSmallestBlock})) / kSmallestBlock));
+  }
+  static std::size_t block_size_of(std::size_t index) {
+    return index < kStepPools ? (index + 1) * kSmallestBlock
+                              : kSmallestBlock << (index - kStepPools);
+  }
+  static std::size_t alignment_of(std::size_t index) {
+    const std::size_t block = block_size_of(index);
+    return index >= kStepPools           ? block
+           : block % kStepAlignment == 0 ? kStepAlignment
+                                         : kSmallestBlock;
+  }
+  [[nodiscard]] std::size_t pool_count() const {
+    return kStepPools +
+           static_cast<std::size_t>(std::countr_zero(largest_block_ / kSmallestBlock)) + 1;
+  }
+
+  // The fast path: the pool's allocate, with the slow paths out of line so that it keeps few
+  // registers to save.
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (bytes > largest_block_ || alignment > largest_block_) [[unlikely]] {
+      return allocate_upstream(bytes, alignment);
+    }
+    const std::size_t index = pool_index(bytes, alignment);
+    void* p = pools_[index].allocate();
+    if (p == nullptr) [[unlikely]]
+      p = allocate_in_new_pool(index);
+    used_ += bytes;
+    return p;
+  }
+
+  // A pool that has no block yet (or no memory to grow): created on first use.
+  [[POOLALLOC_NOINLINE]] void* allocate_in_new_pool(std::size_t index) {
+    FixedPool& pool = pools_[index];
+    if (pool.capacity() == 0) {
+      pool.create(block_size_of(index), blocks_per_chunk_, alignment_of(index), Growth::growable,
+                  debug_);
+      pool.set_name(name_.c_str());
+    }
+    if (void* p = pool.allocate()) return p;
+    detail::throw_or_abort<std::bad_alloc>("poolalloc::PoolResource: out of memory for a block");
+  }
+
+  [[POOLALLOC_NOINLINE]] void* allocate_upstream(std::size_t bytes, std::size_t alignment) {
+    // The record first: where it cannot be kept, no block has been taken that would leak.
+    upstream_blocks_.push_back({nullptr, bytes, alignment});
+    void* p = detail::undo_on_throw([&] { return upstream_->allocate(bytes, alignment); },
+                                    [&] { upstream_blocks_.pop_back(); });
+    upstream_blocks_.back().memory = p;
     used_ += bytes;
     return p;
   }
 
   void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
-    if (bytes > largest_block_ || alignment > largest_block_) {
-      forget_upstream_block(p);
-      upstream_->deallocate(p, bytes, alignment);
-    } else {
-      pools_[pool_index(block_for(bytes, alignment))].deallocate(p);
+    if (bytes > largest_block_ || alignment > largest_block_) [[unlikely]] {
+      return deallocate_upstream(p, bytes, alignment);
     }
+    pools_[pool_index(bytes, alignment)].deallocate(p);
+    used_ -= bytes;
+  }
+
+  [[POOLALLOC_NOINLINE]] void deallocate_upstream(void* p, std::size_t bytes,
+                                                  std::size_t alignment) {
+    forget_upstream_block(p);
+    upstream_->deallocate(p, bytes, alignment);
     used_ -= bytes;
   }
 
@@ -232,9 +276,9 @@ class PoolResource final : public std::pmr::memory_resource {
 
   std::size_t largest_block_;
   std::size_t blocks_per_chunk_;
-  // pools_[i] holds blocks of kSmallestBlock << i bytes. In the resource, so that constructing
-  // it takes no memory: it cannot fail for want of some.
-  FixedPool pools_[std::countr_zero(kLargestBlockLimit / kSmallestBlock) + 1];
+  // See pool_index(). In the resource, so that constructing it takes no memory: it cannot fail
+  // for want of some.
+  FixedPool pools_[kStepPools + std::countr_zero(kLargestBlockLimit / kSmallestBlock) + 1];
   std::pmr::memory_resource* upstream_;
   std::vector<UpstreamBlock> upstream_blocks_;  // to give back on release()
   std::size_t used_ = 0;

@@ -453,6 +453,63 @@ TEST_F(FixedPoolDeathTest, VerifyReportsACorruptedFreeList) {
   EXPECT_DEATH(pool.verify(), "FixedPool 0x\\w+ \\(block 16 B\\): free list corrupted");
 }
 
+// Blocks freed in a random order over the many chunks of a grown pool (a pmr map's nodes) each go
+// back to their own chunk, and the block freed last is still the next one handed out.
+TEST(FixedPool, TheBlockFreedLastIsTheNextOneHandedOutAcrossChunks) {
+  FixedPool pool(16, 4, 16, Growth::growable);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 1000; ++i) blocks.push_back(pool.allocate());
+  ASSERT_EQ(pool.chunk_count(), 9u);  // 4, 4, 8, ... 512
+  const unsigned seed = 26;
+  std::printf("seed %u\n", seed);
+  std::mt19937 random(seed);
+  std::shuffle(blocks.begin(), blocks.end(), random);
+  for (void*& block : blocks) {
+    void* freed = block;
+    pool.deallocate(freed);
+    block = pool.allocate();
+    ASSERT_EQ(block, freed);
+  }
+  std::shuffle(blocks.begin(), blocks.end(), random);
+  for (int i = 0; i < 500; ++i) pool.deallocate(blocks[i]);
+  EXPECT_EQ(pool.allocate(), blocks[499]);  // the block freed last
+  for (int i = 498; i >= 0; --i) {
+    blocks[i] = pool.allocate();
+    ASSERT_NE(blocks[i], nullptr);
+  }
+  EXPECT_EQ(pool.chunk_count(), 9u);  // the freed blocks served: no growth
+  EXPECT_EQ(std::set<void*>(blocks.begin(), blocks.end()).size(), 1000u);  // each once
+  EXPECT_EQ(pool.used_count(), 1000u);
+  EXPECT_EQ(pool.free_count(), 24u);
+  EXPECT_EQ(pool.peak_used(), 1000u);
+  pool.verify();
+}
+
+// used_count(), free_count() and peak_used() stay exact while frees go to chunks other than the
+// one that serves allocations.
+TEST(FixedPool, CountsStayExactWhenBlocksAreFreedInARandomOrderAcrossChunks) {
+  FixedPool pool(32, 8, 16, Growth::growable);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 200; ++i) blocks.push_back(pool.allocate());
+  const unsigned seed = 7;
+  std::printf("seed %u\n", seed);
+  std::mt19937 random(seed);
+  std::shuffle(blocks.begin(), blocks.end(), random);
+  for (std::size_t i = 0; i < 150; ++i) {
+    pool.deallocate(blocks[i]);
+    ASSERT_EQ(pool.used_count(), 199 - i);
+    ASSERT_EQ(pool.free_count(), pool.capacity() - (199 - i));
+    ASSERT_EQ(pool.peak_used(), 200u);
+  }
+  for (std::size_t i = 0; i < 100; ++i) blocks[i] = pool.allocate();
+  EXPECT_EQ(pool.used_count(), 150u);
+  for (std::size_t i = 0; i < 100; ++i) blocks.push_back(pool.allocate());
+  EXPECT_EQ(pool.used_count(), 250u);
+  EXPECT_EQ(pool.peak_used(), 250u);
+  EXPECT_EQ(pool.capacity(), 256u);
+  pool.verify();
+}
+
 TEST(FixedPool, ShrinkGivesBackTrailingChunksWithoutLiveBlocks) {
   FixedPool pool(64, 4, 16, Growth::growable);
   std::vector<void*> blocks;

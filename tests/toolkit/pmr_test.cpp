@@ -1,14 +1,18 @@
+#include <poolalloc/node_size.hpp>
 #include <poolalloc/pmr.hpp>
 #include <poolalloc/synchronized.hpp>
 #include <poolalloc/tracking.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <list>
 #include <map>
 #include <memory_resource>
 #include <new>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -81,6 +85,66 @@ TEST(PoolResource, DefaultsToPoolsOf8To256BytesOf64BlocksOverTheDefaultResource)
   pool.deallocate(upstream, 257, 8);
   pool.deallocate(largest, 256, 8);
   pool.deallocate(smallest, 1, 1);
+}
+
+// Up to 128 bytes, a request takes the next multiple of 8 bytes (of 16 where it asks for 16),
+// aligned to 16 where that is a multiple of 16; more aligned requests take a power of two.
+TEST(PoolResource, ServesRequestsUpTo128BytesFromBlocksOf8ByteSteps) {
+  PoolResource pool(256, 4);
+  pool.set_name("ui");
+  void* forty = pool.allocate(40, 8);
+  void* forty_aligned = pool.allocate(40, 16);
+  void* eight = pool.allocate(3, 8);
+  void* hundred_twenty_eight = pool.allocate(121, 8);
+  void* over_aligned = pool.allocate(40, 64);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(forty) % 8, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(forty_aligned) % 16, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(over_aligned) % 64, 0u);
+  std::ostringstream out;
+  out << pool;
+  EXPECT_EQ(out.str(),
+            "PoolResource \"ui\": 244 B used, 1152 B reserved, 8 B blocks 1 of 4, 40 B blocks 1 of "
+            "4, 48 B blocks 1 of 4, 128 B blocks 1 of 4, 64 B blocks 1 of 4, 0 blocks upstream, "
+            "debug checks off");
+  pool.deallocate(over_aligned, 40, 64);
+  pool.deallocate(hundred_twenty_eight, 121, 8);
+  pool.deallocate(eight, 3, 8);
+  pool.deallocate(forty_aligned, 40, 16);
+  pool.deallocate(forty, 40, 8);
+  EXPECT_EQ(pool.used(), 0u);
+}
+
+// A std::pmr::map's nodes (40 bytes under libstdc++ on x86-64) take blocks of their own size.
+TEST(PoolResource, AMapsNodesTakeBlocksOfTheirOwnSize) {
+  using Map = std::pmr::map<int, int>;
+  PoolResource pool(256, 64);
+  {
+    Map map(&pool);
+    for (int key = 0; key < 100; ++key) map.emplace(key, key);
+    const std::size_t node = poolalloc::node_layout<Map>().size;
+    EXPECT_EQ(pool.reserved(), (node + 7) / 8 * 8 * 128);  // chunks of 64 and 64 blocks
+  }
+  EXPECT_EQ(pool.used(), 0u);
+}
+
+// Through the resource too, the block given back last is the next one handed out, though the
+// blocks go back in a random order over the chunks of a grown pool.
+TEST(PoolResource, TheBlockGivenBackLastIsTheNextOneHandedOut) {
+  PoolResource pool(256, 4);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 300; ++i) blocks.push_back(pool.allocate(24, 8));
+  const unsigned seed = 3;
+  std::printf("seed %u\n", seed);
+  std::mt19937 random(seed);
+  std::shuffle(blocks.begin(), blocks.end(), random);
+  for (void*& block : blocks) {
+    void* given_back = block;
+    pool.deallocate(given_back, 24, 8);
+    block = pool.allocate(24, 8);
+    ASSERT_EQ(block, given_back);
+  }
+  for (void* block : blocks) pool.deallocate(block, 24, 8);
+  EXPECT_EQ(pool.used(), 0u);
 }
 
 TEST(PoolResource, CreatesEachPoolOnFirstUseAndDoublesItWhenFull) {
