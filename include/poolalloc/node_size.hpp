@@ -61,7 +61,8 @@ class NodeProbe {
 
  private:
   void note() const noexcept {
-    seen_->size = std::max(seen_->size, sizeof(T));
+    // T is what the container allocates, a pointer where it is a bucket array.
+    seen_->size = std::max(seen_->size, sizeof(T));  // NOLINT(bugprone-sizeof-expression)
     seen_->alignment = std::max(seen_->alignment, alignof(T));
   }
 

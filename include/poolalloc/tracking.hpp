@@ -100,11 +100,12 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
       : detail::ResourceBase<Arena, Tracked<Arena>>(other),
         BudgetRow(std::move(other)),
         arena_(std::exchange(other.arena_, nullptr)) {
-    other.set_sampler(nullptr);
+    // Only the BudgetRow part of `other` was moved from: it must no longer sample `other`.
+    other.set_sampler(nullptr);  // NOLINT(bugprone-use-after-move)
     set_sampler(&sample_row);
   }
   Tracked& operator=(Tracked&&) = delete;
-  ~Tracked() { set_sampler(nullptr); }
+  ~Tracked() override { set_sampler(nullptr); }
 
   // The arena's interface where the arena has it (detail/forward.hpp). The calls that change what
   // it holds are sampled as allocate is: allocate, deallocate, spawn, spawn_at, despawn,

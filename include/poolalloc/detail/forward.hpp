@@ -8,6 +8,8 @@
 
 #include <utility>
 
+// NAME is a member's name and VIA a callee: neither can be put in parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 // A call that may change what the arena holds: on a non-const wrapper only.
 #define POOLALLOC_FORWARD(ATTR, VIA, NAME)                                                       \
   template <class... Args>                                                                       \
@@ -41,3 +43,4 @@
   [[nodiscard]] T* NAME(Args&&... args) {                                                         \
     return VIA([&](auto& arena) { return arena.template NAME<T>(std::forward<Args>(args)...); }); \
   }
+// NOLINTEND(bugprone-macro-parentheses)
