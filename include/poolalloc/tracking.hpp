@@ -105,7 +105,8 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
     set_sampler(&sample_row);
   }
   Tracked& operator=(Tracked&&) = delete;
-  ~Tracked() override { set_sampler(nullptr); }
+  // Virtual only where the tracker is a memory_resource (a Tracked of a resource): no override.
+  ~Tracked() { set_sampler(nullptr); }  // NOLINT(modernize-use-override)
 
   // The arena's interface where the arena has it (detail/forward.hpp). The calls that change what
   // it holds are sampled as allocate is: allocate, deallocate, spawn, spawn_at, despawn,
