@@ -12,13 +12,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <barrier>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory_resource>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -30,6 +31,51 @@
 namespace {
 
 constexpr int kThreads = 4;
+
+// These tests wait on a mutex and a condition variable, not on std::atomic::wait or std::barrier:
+// the libstdc++ of mingw-w64 (GCC 12, without a futex) can lose their wake-ups, which hung this
+// file under wine.
+class Step {
+ public:
+  void set(int value) {
+    {
+      std::lock_guard lock(mutex_);
+      value_ = value;
+    }
+    changed_.notify_all();
+  }
+  void wait_for(int value) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return value_ == value; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int value_ = 0;
+};
+
+// Blocks each of kThreads callers until all have arrived; then starts again.
+class Rendezvous {
+ public:
+  void arrive_and_wait() {
+    std::unique_lock lock(mutex_);
+    const unsigned round = round_;
+    if (++arrived_ == kThreads) {
+      arrived_ = 0;
+      ++round_;
+      changed_.notify_all();
+      return;
+    }
+    changed_.wait(lock, [&] { return round_ != round; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int arrived_ = 0;
+  unsigned round_ = 0;
+};
 
 template <class Work>
 void on_threads(Work work) {
@@ -161,7 +207,7 @@ TEST(Tracked, OverASynchronizedPoolLetsADestructorDespawnThroughItOnTheSameThrea
 // A tracker's row joins the list while the tracker is being built and leaves it while it is
 // being destroyed: the printer must read nothing of the tracker but what its row keeps.
 TEST(PrintBudgets, IsSafeWhileAnotherThreadCreatesUsesAndDestroysTrackers) {
-  std::atomic<bool> churning{false};
+  Step churning;
   std::atomic<bool> printed{false};
   std::thread churn([&] {
     poolalloc::FrameAllocator frame(1 << 16);
@@ -174,11 +220,10 @@ TEST(PrintBudgets, IsSafeWhileAnotherThreadCreatesUsesAndDestroysTrackers) {
         live.pop_front();
         frame.reset();
       }
-      churning = true;
-      churning.notify_one();
+      if (i == 0) churning.set(1);
     }
   });
-  churning.wait(false);
+  churning.wait_for(1);
   std::size_t rows = 0;
   for (int i = 0; i < 2000; ++i) {
     std::ostringstream out;
@@ -241,36 +286,33 @@ TEST(Tracked, SharedByThreadsOverASynchronizedArenaKeepsFiguresThatAgree) {
 // thread's arena is that thread's to read. Its figures are its last sample, until that thread
 // samples them (sample_budgets(), a call through the tracker, end_frame()).
 TEST(PrintBudgets, ShowsAnotherThreadsTrackersAsOfTheirLastSample) {
-  std::atomic<int> step{0};
-  const auto go_to = [&step](int next) {
-    step = next;
-    step.notify_all();
-    step.wait(next);
-  };
+  Step step;
   std::thread owner([&] {
     poolalloc::FrameAllocator frame(1024);
     poolalloc::Tracked tracked(frame, 1024);
     tracked.set_name("job scratch");
     (void)tracked.allocate(100, 1);
     (void)frame.allocate(50, 1);  // on the arena: this thread's to sample
-    go_to(1);
+    step.set(1);
+    step.wait_for(2);
     poolalloc::sample_budgets();
-    go_to(3);
+    step.set(3);
+    step.wait_for(4);
   });
-  step.wait(0);
+  step.wait_for(1);
   std::ostringstream before;
   poolalloc::print_budgets(before);
   EXPECT_EQ(before.str(),
             "arena                                   used        peak      budget  over\n"
             "job scratch                              100         100        1024     0\n");
-  go_to(2);
+  step.set(2);
+  step.wait_for(3);
   std::ostringstream after;
   poolalloc::print_budgets(after);
   EXPECT_EQ(after.str(),
             "arena                                   used        peak      budget  over\n"
             "job scratch                              150         150        1024     0\n");
-  step = 4;
-  step.notify_all();
+  step.set(4);
   owner.join();
 }
 
@@ -311,7 +353,7 @@ TEST(TrackedResource, SharedByThreadsCountsEveryByteAndEveryRiseOnce) {
                                        EXPECT_GT(used, budget);
                                        ++calls;
                                      });
-  std::barrier all_held(kThreads);
+  Rendezvous all_held;
   std::atomic<std::size_t> used_when_all_held{0};
   on_threads([&](int) {
     std::vector<void*> mine;
