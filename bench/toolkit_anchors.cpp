@@ -14,7 +14,7 @@
 //            items are the 30,000 operations.
 //   resolve: 1,000,000 handles drawn at random from 100,000 live entities, each resolved (and,
 //            in the _read variants, one field of the entity read); items are handles. Against
-//            the classic slot map, written below.
+//            the classic slot map and a packed one, written below.
 //   grown:   a growable Pool<T> grown from 64 slots by spawning 100,000 entities (12 chunks),
 //            against one created at the capacity that reached: iterate over, and resolve the
 //            handles of, the 50,000 left after a random half was despawned (items are objects),
@@ -264,6 +264,41 @@ class SlotMap {
   std::uint32_t free_ = kNone;
 };
 
+// A slot map whose values stay packed in one array (as EnTT's storages, or a slot map with a dense
+// array): a key's index picks an entry of {generation, position}, and the value lies at that
+// position. Values can so move (erase would move the last into the hole, a compaction) and keys
+// stay valid, as Pool<T>'s handles through compact(); resolving is then an entry, and the value
+// at an address read from it, as Pool<T>::get's. Only what the resolve workload calls: insert and
+// get.
+template <class V>
+class PackedSlotMap {
+ public:
+  struct Key {
+    std::uint32_t index;
+    std::uint32_t generation;
+  };
+
+  Key insert(const V& value) {
+    const auto index = static_cast<std::uint32_t>(entries_.size());
+    entries_.push_back({0, static_cast<std::uint32_t>(values_.size())});
+    values_.push_back(value);
+    return {index, 0};
+  }
+  V* get(Key key) {
+    if (key.index >= entries_.size()) return nullptr;
+    const Entry& entry = entries_[key.index];
+    return entry.generation == key.generation ? &values_[entry.position] : nullptr;
+  }
+
+ private:
+  struct Entry {
+    std::uint32_t generation;
+    std::uint32_t position;
+  };
+  std::vector<Entry> entries_;
+  std::vector<V> values_;
+};
+
 // `count` picks of `keys`, at random (one sequence, fixed seed).
 template <class Key>
 std::vector<Key> draw(const std::vector<Key>& keys, int count) {
@@ -313,17 +348,34 @@ void resolve_slot_map(benchmark::State& state) {
   resolve<Read>(state, draw(keys, kResolves), [&](SlotMap<Entity>::Key k) { return map.get(k); });
 }
 
+template <bool Read>
+void resolve_packed_slot_map(benchmark::State& state) {
+  PackedSlotMap<Entity> map;
+  std::vector<PackedSlotMap<Entity>::Key> keys;
+  for (int i = 0; i < kResolveObjects; ++i) {
+    keys.push_back(map.insert(Entity(static_cast<std::uint32_t>(i))));
+  }
+  resolve<Read>(state, draw(keys, kResolves),
+                [&](PackedSlotMap<Entity>::Key k) { return map.get(k); });
+}
+
 void resolve_pool_get(benchmark::State& state) {
   resolve_pool<false>(state);
 }
 void resolve_slot_map_get(benchmark::State& state) {
   resolve_slot_map<false>(state);
 }
+void resolve_packed_slot_map_get(benchmark::State& state) {
+  resolve_packed_slot_map<false>(state);
+}
 void resolve_pool_get_read(benchmark::State& state) {
   resolve_pool<true>(state);
 }
 void resolve_slot_map_get_read(benchmark::State& state) {
   resolve_slot_map<true>(state);
+}
+void resolve_packed_slot_map_get_read(benchmark::State& state) {
+  resolve_packed_slot_map<true>(state);
 }
 
 // ---- grown -------------------------------------------------------------------------------------
@@ -544,8 +596,10 @@ BENCHMARK(iterate_handles_pool_handle_of);
 BENCHMARK(iterate_handles_colony);
 BENCHMARK(resolve_pool_get);
 BENCHMARK(resolve_slot_map_get);
+BENCHMARK(resolve_packed_slot_map_get);
 BENCHMARK(resolve_pool_get_read);
 BENCHMARK(resolve_slot_map_get_read);
+BENCHMARK(resolve_packed_slot_map_get_read);
 BENCHMARK(grown_iterate<grown_pool>)->Name("grown_iterate_grown");
 BENCHMARK(grown_iterate<full_size_pool>)->Name("grown_iterate_full_size");
 BENCHMARK(grown_resolve<grown_pool>)->Name("grown_resolve_grown");

@@ -51,10 +51,13 @@ groups = [
         ("plf::colony range-for (the iterator is the handle)", "iterate_handles_colony")]),
     ("resolve: 1 M random handles of 100,000 live objects (get)", [
         ("poolalloc Pool<T>::get", "resolve_pool_get"),
-        ("classic slot map", "resolve_slot_map_get")]),
+        ("classic slot map", "resolve_slot_map_get"),
+        ("packed slot map (values reached through the entry)", "resolve_packed_slot_map_get")]),
     ("resolve and read a field of the object", [
         ("poolalloc Pool<T>::get", "resolve_pool_get_read"),
-        ("classic slot map", "resolve_slot_map_get_read")]),
+        ("classic slot map", "resolve_slot_map_get_read"),
+        ("packed slot map (values reached through the entry)",
+         "resolve_packed_slot_map_get_read")]),
     ("grown from 64 slots to 100,000 objects vs created at full size: iterate 50,000", [
         ("poolalloc Pool<T> created at full size", "grown_iterate_full_size"),
         ("poolalloc Pool<T> grown", "grown_iterate_grown")]),
