@@ -12,8 +12,9 @@
 // them per CPU (Linux 6.2 on), too coarse for differences of tens of KiB. The command then runs
 // under ptrace, each of its processes and threads stopped at its exit (PTRACE_O_TRACEEXIT,
 // following forks, vforks and clones) before the kernel takes its memory down, and VmHWM is read
-// there from /proc/TID/status, which sums the counters; the figure is the largest over its
-// processes, as ru_maxrss's is. The stops cost each thread's exit a round trip to the runner.
+// there from /proc/TID/status (at the exit it agrees with the sum of /proc/PID/smaps, where
+// ru_maxrss fell short by up to 200 KiB); the figure is the largest over its processes, as
+// ru_maxrss's is. The stops cost each thread's exit a round trip to the runner.
 #include <fcntl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
