@@ -5,7 +5,7 @@
 # nothing preloaded).
 #
 #   scripts/bench.sh [--quick | --smoke] [--rounds N] [--allocators LIST] [--workloads LIST]
-#                    [--threads LIST] [--results DIR] [--no-install]
+#                    [--threads LIST] [--results DIR] [--no-install] [--exact-rss]
 #                    [--no-build --poolalloc LIB --bin-dir DIR] [--mimalloc-bench DIR]
 #
 #   (default)  full sizes, 5 rounds; results in bench/results/ (results.md, bench.png,
@@ -23,6 +23,9 @@
 #                names such as sweep-64, larson-t2, mixed-50k); "tags" adds game-tags, the game
 #                with its subsystems under memory tags of poolalloc's (not run by default)
 #   --threads    "1 2 4": thread counts of the scaling workloads, mixed and larson
+#   --exact-rss  peak RSS read exactly, VmHWM at each process's exit under ptrace, instead of
+#                ru_maxrss, which misses up to 128 KiB per CPU (bench/tools/runner.cpp); for
+#                differences of tens of KiB
 #   --no-build   use --poolalloc LIB and the workloads in --bin-dir DIR instead of building
 #   --mimalloc-bench DIR   a checkout of daanx/mimalloc-bench whose programs are built in
 #                DIR/out/bench (bench/README.md): adds its rows, group "mimalloc-bench", to the
@@ -50,6 +53,7 @@ build=1
 poolalloc=""
 bin_dir=""
 mbench=""
+exact_rss=()
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while (($#)); do
@@ -62,6 +66,7 @@ while (($#)); do
     --threads) threads=${2//,/ }; shift ;;
     --results) results=$2; shift ;;
     --no-install) install=0 ;;
+    --exact-rss) exact_rss=(--exact-rss) ;;
     --no-build) build=0 ;;
     --poolalloc) poolalloc=$2; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
@@ -262,7 +267,7 @@ for ((round = 1; round <= rounds; ++round)); do
       IFS=$US read -ra allocator_settings <<<"${settings[a]}"
       for setting in "${allocator_settings[@]}"; do environment+=(--env "$setting"); done
       read -r ms kb code < <(cd "$work" && "$runner" --preload "${libs[a]}" --out "$out" \
-        "${environment[@]}" "${command[@]}")
+        "${environment[@]}" "${exact_rss[@]}" "${command[@]}")
       output=$(grep -E -- "${row_checks[r]}" "$out" | sort || true)
       if ((code == 0)) && [[ -n ${row_times[r]} ]]; then
         ms=$(awk "${row_times[r]}" "$out" | awk 'NR == 1 { printf "%.3f", $1 * 1000 }')
@@ -318,8 +323,13 @@ dirty=$(git -C "$root" status --porcelain -- src include 2>/dev/null | head -1 |
   echo "- Machine: $cpu, $cores cores ($(uname -sr)); shared, so expect noise"
   echo "- poolalloc: $commit${dirty:+ (src/ or include/ modified)}; ${versions%, }"
   echo "- $rounds interleaved round(s), starting allocator rotated per round; medians per cell."
-  echo "  Wall time: clock_gettime around fork/exec/wait. Peak RSS: getrusage(RUSAGE_CHILDREN)"
-  echo "  ru_maxrss (for g++, the largest of the driver, cc1plus and as)."
+  if ((${#exact_rss[@]})); then
+    echo "  Wall time: clock_gettime around fork/exec/wait, under ptrace. Peak RSS: VmHWM at each"
+    echo "  process's exit, exact (for g++, the largest of the driver, cc1plus and as)."
+  else
+    echo "  Wall time: clock_gettime around fork/exec/wait. Peak RSS: getrusage(RUSAGE_CHILDREN)"
+    echo "  ru_maxrss (for g++, the largest of the driver, cc1plus and as)."
+  fi
   echo "- Ratio columns: allocator / poolalloc (above 1: poolalloc is faster or smaller)."
   echo "- Scaling rows (mixed-tN, larson-tN) have fixed work per thread: on $cores cores the"
   echo "  ideal time is flat up to $cores threads and grows linearly beyond."

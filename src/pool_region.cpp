@@ -37,6 +37,8 @@ constexpr std::size_t kFirstStepSpans = 16;
 // The span records, and their bitmaps, are mapped this many bytes at a time.
 constexpr std::size_t kMetadataStep = std::size_t{64} << 10;
 constexpr std::size_t kBitmapBytes = SpanBlocks::kBitmapWords * sizeof(std::uint64_t);
+static_assert(kMetadataStep % (kSpansPerBitmapGroup * kBitmapBytes) == 0,
+              "the bitmaps are mapped by whole groups (pool_region.hpp)");
 
 // A range of address space mapped read-write from its start, [start, start + mapped), that may
 // grow up to `capacity` bytes, one mapping placed right after the other.

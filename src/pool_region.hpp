@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "bins.hpp"
+#include "os.hpp"
 #include "span_blocks.hpp"
 
 namespace poolalloc::internal {
@@ -66,10 +67,24 @@ struct PoolRegion {
   // On x86-64 and AArch64 the relaxed load is the plain load it was before.
   std::atomic<std::size_t> size{0};
   // Per span, its record and its bitmap of free blocks (SpanBlocks): flat arrays over the
-  // region's whole capacity, mapped as far as the region is.
+  // region's whole capacity, mapped as far as the region is. The bitmaps, kBitmapWords words a
+  // span, are laid out by groups of spans (kSpansPerBitmapGroup, below).
   Span* spans = nullptr;
   std::uint64_t* bitmaps = nullptr;
 };
+
+// The bitmaps of 32 spans in a row take 32 KiB: the first page holds their heads side by side,
+// 128 bytes each, and the seven after it their tails (SpanBitmap). A page is touched once a
+// block comes back to a span that reaches it, so the spans of blocks of 128 bytes or more, whose
+// bitmaps are heads alone, share a page of bitmaps 32 at a time, where a bitmap of 1 KiB shared
+// it 4 at a time: each tag's spans of the classes it uses little made a page of bitmaps for
+// about four of them (a game's four tags, 32 KiB).
+inline constexpr std::size_t kSpansPerBitmapGroup =
+    kPageSize / (SpanBitmap::kHeadWords * sizeof(std::uint64_t));
+inline constexpr std::size_t kBitmapTailWords = SpanBlocks::kBitmapWords - SpanBitmap::kHeadWords;
+inline constexpr std::size_t kBitmapGroupWords = kSpansPerBitmapGroup * SpanBlocks::kBitmapWords;
+static_assert(kSpansPerBitmapGroup * kBitmapTailWords * sizeof(std::uint64_t) % kPageSize == 0,
+              "the tails of a group fill whole pages");
 static_assert(sizeof(Span) == 64, "free reads one cache line of a span's record");
 static_assert(kSpanSize / 4096 <= 32, "Span::written_pages has a bit per page");
 
@@ -103,8 +118,12 @@ inline std::size_t span_index_of(const Span& span) {
 inline std::byte* span_start(const Span& span) {
   return reinterpret_cast<std::byte*>(g_region.base + (span_index_of(span) << kSpanShift));
 }
-inline std::uint64_t* bitmap_of(const Span& span) {
-  return g_region.bitmaps + span_index_of(span) * SpanBlocks::kBitmapWords;
+inline SpanBitmap bitmap_of(const Span& span) {
+  const std::size_t index = span_index_of(span);
+  const std::size_t in_group = index % kSpansPerBitmapGroup;
+  std::uint64_t* const group = g_region.bitmaps + index / kSpansPerBitmapGroup * kBitmapGroupWords;
+  return {group + in_group * SpanBitmap::kHeadWords,
+          group + kSpansPerBitmapGroup * SpanBitmap::kHeadWords + in_group * kBitmapTailWords};
 }
 inline std::byte* block_at(const Span& span, std::uint32_t index) {
   return span_start(span) + std::size_t{index} * span.blocks.block_size();

@@ -20,6 +20,20 @@
 
 namespace poolalloc::internal {
 
+// A span's bitmap of the blocks that came back, in two parts: its head, the first kHeadWords
+// words, which is all a span of blocks of 128 bytes or more uses, and its tail, the rest, which
+// only the smaller classes reach (pool_region.hpp lays the heads of many spans out side by side,
+// so that the spans of the large classes share a page of bitmaps among many, not four). Bit i is
+// block i.
+struct SpanBitmap {
+  static constexpr std::uint32_t kHeadWords = 16;  // 1,024 blocks
+  std::uint64_t* head;
+  std::uint64_t* tail;
+  std::uint64_t& operator[](std::uint32_t word) const {
+    return word < kHeadWords ? head[word] : tail[word - kHeadWords];
+  }
+};
+
 class SpanBlocks {
  public:
   // A span holds at most this many blocks (of the smallest class), and its bitmap as many bits.
@@ -34,14 +48,17 @@ class SpanBlocks {
       : block_size_(block_size), block_count_(span_size / block_size), divider_(block_size) {}
 
   // Of an empty span, before it serves another class: its bits, all set, are cleared.
-  void clear_bitmap(std::uint64_t* bitmap) const {
-    std::fill_n(bitmap, (initialised_ + 63) / 64, std::uint64_t{0});
+  void clear_bitmap(SpanBitmap bitmap) const {
+    const std::uint32_t words = (initialised_ + 63) / 64;
+    std::fill_n(bitmap.head, std::min(words, SpanBitmap::kHeadWords), std::uint64_t{0});
+    if (words > SpanBitmap::kHeadWords)
+      std::fill_n(bitmap.tail, words - SpanBitmap::kHeadWords, std::uint64_t{0});
   }
 
   // The index of a free block, which leaves the free ones: the lowest given back, else the next
   // never-used one. Not full(). Amortised O(1): the scan for a word with a bit only moves up
   // while blocks are taken, at most kBitmapWords words over a span's whole carving.
-  [[nodiscard]] std::uint32_t take(std::uint64_t* bitmap) {
+  [[nodiscard]] std::uint32_t take(SpanBitmap bitmap) {
     if (given_back_ == 0) return initialised_++;
     while (bitmap[lowest_word_] == 0) ++lowest_word_;
     std::uint64_t& word = bitmap[lowest_word_];
@@ -53,7 +70,7 @@ class SpanBlocks {
 
   // Takes back the block at `index`, one handed out; false, changing nothing, if it is free
   // already.
-  [[nodiscard]] bool give_back(std::uint32_t index, std::uint64_t* bitmap) {
+  [[nodiscard]] bool give_back(std::uint32_t index, SpanBitmap bitmap) {
     std::uint64_t& word = bitmap[index / 64];
     const std::uint64_t bit = std::uint64_t{1} << (index % 64);
     if ((word & bit) != 0) return false;
@@ -65,7 +82,7 @@ class SpanBlocks {
 
   // Calls f(index) for every block given back and not taken since, lowest first.
   template <class F>
-  void for_each_given_back(const std::uint64_t* bitmap, F f) const {
+  void for_each_given_back(SpanBitmap bitmap, F f) const {
     for (std::uint32_t w = lowest_word_, left = given_back_; left != 0; ++w) {
       for (std::uint64_t word = bitmap[w]; word != 0 && left != 0; word &= word - 1, --left)
         f(w * 64 + static_cast<std::uint32_t>(std::countr_zero(word)));

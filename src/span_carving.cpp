@@ -154,18 +154,31 @@ Span* carve_span(unsigned bin) {
 
 namespace {
 
-// The spans whose bitmaps share one page (pool_region.hpp).
-constexpr std::size_t kSpansPerBitmapPage =
-    kPageSize / (SpanBlocks::kBitmapWords * sizeof(std::uint64_t));
+// Under the carving lock: whether none of spans [first, end) serves a class or waits retained
+// (their bitmaps are all zero then).
+bool all_handed_back(std::size_t first, std::size_t end) {
+  for (std::size_t i = first; i < end && i < g_fresh_span; ++i)
+    if (!span_at(i).handed_back) return false;
+  return true;
+}
 
-// Under the carving lock: the page of the span's bitmap, once none of the spans that share it
-// serves a class or waits retained (their bitmaps are all zero then, so the page may go back to
-// the OS: it comes back zero-filled); nullptr while one does.
-void* bitmap_page_if_unused(const Span& span) {
-  const std::size_t first = span_index_of(span) / kSpansPerBitmapPage * kSpansPerBitmapPage;
-  for (std::size_t i = first; i < first + kSpansPerBitmapPage && i < g_fresh_span; ++i)
-    if (!span_at(i).handed_back) return nullptr;
-  return bitmap_of(span_at(first));
+// Under the carving lock, for a span handed back: the pages of its bitmap that no other span
+// needs go back to the OS (they come back zero-filled): its group's page of heads once all 32
+// spans of the group were handed back, and each page of tails once the spans whose tails share
+// it were (pool_region.hpp): a madvise of a page each, once every span that shares it went back.
+void hand_back_bitmap_pages(const Span& span) {
+  constexpr std::size_t kTailBytes = kBitmapTailWords * sizeof(std::uint64_t);
+  const std::size_t index = span_index_of(span);
+  const std::size_t first = index / kSpansPerBitmapGroup * kSpansPerBitmapGroup;
+  auto* const group = reinterpret_cast<std::byte*>(bitmap_of(span_at(first)).head);
+  if (all_handed_back(first, first + kSpansPerBitmapGroup)) os_decommit(group, kPageSize);
+  const std::size_t tail = (index - first) * kTailBytes;
+  for (std::size_t page = tail / kPageSize; page <= (tail + kTailBytes - 1) / kPageSize; ++page) {
+    const std::size_t sharing_first = page * kPageSize / kTailBytes;
+    const std::size_t sharing_end = ((page + 1) * kPageSize - 1) / kTailBytes + 1;
+    if (all_handed_back(first + sharing_first, first + sharing_end))
+      os_decommit(group + kPageSize + page * kPageSize, kPageSize);
+  }
 }
 
 // Outside the lock (madvise is a system call); the spans then join the unused ones, or wait
@@ -182,9 +195,8 @@ void hand_back_all_to_os(Span* spans) {
     }
     span->handed_back = true;
     list_push(g_unused, *span);
-    // Under the lock, so that no span that shares the page is carved again meanwhile: once in
-    // four spans at most, a madvise of one page.
-    if (void* bitmap_page = bitmap_page_if_unused(*span)) os_decommit(bitmap_page, kPageSize);
+    // Under the lock, so that no span that shares a page is carved again meanwhile.
+    hand_back_bitmap_pages(*span);
   }
 }
 

@@ -12,15 +12,20 @@ namespace {
 
 constexpr std::uint32_t kSpan = 128 * 1024;
 
+// The bitmap's head and tail apart, as the region lays them out (pool_region.hpp).
 struct SpanBlocksTest : testing::Test {
-  std::vector<std::uint64_t> bitmap = std::vector<std::uint64_t>(SpanBlocks::kBitmapWords, 0);
+  std::vector<std::uint64_t> head = std::vector<std::uint64_t>(SpanBitmap::kHeadWords, 0);
+  std::vector<std::uint64_t> tail =
+      std::vector<std::uint64_t>(SpanBlocks::kBitmapWords - SpanBitmap::kHeadWords, 0);
+  SpanBitmap bitmap{head.data(), tail.data()};
 };
 
 TEST_F(SpanBlocksTest, NeverUsedBlocksAreTakenInOrderWithoutTouchingTheBitmap) {
   SpanBlocks blocks(16, kSpan);
   EXPECT_TRUE(blocks.empty());
-  for (std::uint32_t i = 0; i < kSpan / 16; ++i) ASSERT_EQ(blocks.take(bitmap.data()), i);
-  for (const std::uint64_t word : bitmap) EXPECT_EQ(word, 0u);
+  for (std::uint32_t i = 0; i < kSpan / 16; ++i) ASSERT_EQ(blocks.take(bitmap), i);
+  for (const std::uint64_t word : head) EXPECT_EQ(word, 0u);
+  for (const std::uint64_t word : tail) EXPECT_EQ(word, 0u);
   EXPECT_TRUE(blocks.full());
   EXPECT_EQ(blocks.used_count(), kSpan / 16);
 }
@@ -29,20 +34,20 @@ TEST_F(SpanBlocksTest, NeverUsedBlocksAreTakenInOrderWithoutTouchingTheBitmap) {
 // block: a program gets the blocks it allocates one after another in address order.
 TEST_F(SpanBlocksTest, BlocksGivenBackInAnyOrderAreTakenAgainLowestFirst) {
   SpanBlocks blocks(64, kSpan);
-  for (int i = 0; i < 1000; ++i) (void)blocks.take(bitmap.data());
+  for (int i = 0; i < 1000; ++i) (void)blocks.take(bitmap);
   const std::uint32_t given[] = {999, 3, 640, 64, 65, 0, 511, 128};
-  for (const std::uint32_t index : given) ASSERT_TRUE(blocks.give_back(index, bitmap.data()));
+  for (const std::uint32_t index : given) ASSERT_TRUE(blocks.give_back(index, bitmap));
   EXPECT_EQ(blocks.given_back_count(), 8u);
   for (const std::uint32_t expected : {0u, 3u, 64u, 65u, 128u, 511u, 640u, 999u})
-    EXPECT_EQ(blocks.take(bitmap.data()), expected);
-  EXPECT_EQ(blocks.take(bitmap.data()), 1000u);  // then the bump index
+    EXPECT_EQ(blocks.take(bitmap), expected);
+  EXPECT_EQ(blocks.take(bitmap), 1000u);  // then the bump index
 }
 
 TEST_F(SpanBlocksTest, ABlockGivenBackTwiceIsRefusedAndChangesNothing) {
   SpanBlocks blocks(32, kSpan);
-  for (int i = 0; i < 10; ++i) (void)blocks.take(bitmap.data());
-  ASSERT_TRUE(blocks.give_back(7, bitmap.data()));
-  EXPECT_FALSE(blocks.give_back(7, bitmap.data()));
+  for (int i = 0; i < 10; ++i) (void)blocks.take(bitmap);
+  ASSERT_TRUE(blocks.give_back(7, bitmap));
+  EXPECT_FALSE(blocks.give_back(7, bitmap));
   EXPECT_EQ(blocks.given_back_count(), 1u);
   EXPECT_EQ(blocks.used_count(), 9u);
 }
@@ -50,24 +55,41 @@ TEST_F(SpanBlocksTest, ABlockGivenBackTwiceIsRefusedAndChangesNothing) {
 TEST_F(SpanBlocksTest, ASpanWhoseBlocksAllCameBackIsEmptyAndClearsItsBitmap) {
   SpanBlocks blocks(48, kSpan);
   const std::uint32_t count = blocks.block_count();
-  for (std::uint32_t i = 0; i < count; ++i) (void)blocks.take(bitmap.data());
+  for (std::uint32_t i = 0; i < count; ++i) (void)blocks.take(bitmap);
   for (std::uint32_t i = count; i-- > 0;) {
     EXPECT_FALSE(blocks.empty());
-    ASSERT_TRUE(blocks.give_back(i, bitmap.data()));
+    ASSERT_TRUE(blocks.give_back(i, bitmap));
   }
   EXPECT_TRUE(blocks.empty());
-  blocks.clear_bitmap(bitmap.data());
-  for (const std::uint64_t word : bitmap) EXPECT_EQ(word, 0u);
+  blocks.clear_bitmap(bitmap);
+  for (const std::uint64_t word : head) EXPECT_EQ(word, 0u);
+  for (const std::uint64_t word : tail) EXPECT_EQ(word, 0u);
+}
+
+// Blocks 0 to 1023 are bits of the head, the others of the tail: a span of blocks of 128 bytes
+// or more (1,024 blocks at most) never reaches its tail.
+TEST_F(SpanBlocksTest, TheFirst1024BlocksAreBitsOfTheHeadAndTheOthersOfTheTail) {
+  SpanBlocks blocks(16, kSpan);
+  for (int i = 0; i < 2048; ++i) (void)blocks.take(bitmap);
+  ASSERT_TRUE(blocks.give_back(1023, bitmap));
+  ASSERT_TRUE(blocks.give_back(1024, bitmap));
+  EXPECT_EQ(head[SpanBitmap::kHeadWords - 1], std::uint64_t{1} << 63);
+  EXPECT_EQ(tail[0], 1u);
+  EXPECT_EQ(blocks.take(bitmap), 1023u);
+  EXPECT_EQ(blocks.take(bitmap), 1024u);
+  EXPECT_EQ(head[SpanBitmap::kHeadWords - 1], 0u);
+  EXPECT_EQ(tail[0], 0u);
+  EXPECT_EQ(SpanBlocks(128, kSpan).block_count(), SpanBitmap::kHeadWords * 64);
 }
 
 TEST_F(SpanBlocksTest, TheBlocksGivenBackAreVisitedLowestFirst) {
   SpanBlocks blocks(16, kSpan);
-  for (int i = 0; i < 8192; ++i) (void)blocks.take(bitmap.data());
+  for (int i = 0; i < 8192; ++i) (void)blocks.take(bitmap);
   for (const std::uint32_t index : {8191u, 4096u, 5u, 63u, 64u}) {
-    ASSERT_TRUE(blocks.give_back(index, bitmap.data()));
+    ASSERT_TRUE(blocks.give_back(index, bitmap));
   }
   std::vector<std::uint32_t> seen;
-  blocks.for_each_given_back(bitmap.data(), [&](std::uint32_t index) { seen.push_back(index); });
+  blocks.for_each_given_back(bitmap, [&](std::uint32_t index) { seen.push_back(index); });
   EXPECT_EQ(seen, (std::vector<std::uint32_t>{5, 63, 64, 4096, 8191}));
 }
 
