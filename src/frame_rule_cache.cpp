@@ -1,0 +1,30 @@
+#include "frame_rule_cache.hpp"
+
+namespace poolalloc::internal {
+
+constinit FrameRuleCache g_frame_rules;
+
+FrameRule FrameRuleCache::fill(std::uintptr_t pc, std::uint32_t home) {
+  const FrameRule rule = frame_rule_of(pc);
+  // The first empty slot of the probe, else the one among the four that pc's bits pick.
+  Slot* victim = &slots_[(home + ((pc >> 4) & (kProbes - 1))) & kMask];
+  for (std::uint32_t i = 0; i < kProbes; ++i) {
+    Slot& slot = slots_[(home + i) & kMask];
+    const std::uintptr_t key = slot.key.load(std::memory_order_relaxed);
+    if (key == pc) return rule;  // another thread kept it meanwhile
+    if (key == kEmpty) {
+      victim = &slot;
+      break;
+    }
+  }
+  std::uintptr_t key = victim->key.load(std::memory_order_relaxed);
+  // A slot that another thread writes is left to it: this rule is kept at a later miss.
+  if (key == kWriting ||
+      !victim->key.compare_exchange_strong(key, kWriting, std::memory_order_acq_rel))
+    return rule;
+  victim->rule.store(rule.word(), std::memory_order_release);
+  victim->key.store(pc, std::memory_order_release);
+  return rule;
+}
+
+}  // namespace poolalloc::internal

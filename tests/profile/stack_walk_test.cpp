@@ -1,0 +1,164 @@
+// The stack walk of the heap profile's samples (src/stack_walk.cpp) gives the return addresses
+// that libunwind's unw_backtrace gives, for calls of many shapes: -O0 and -O2 functions, with and
+// without frame pointers, a leaf caller, alloca, a shared library, other threads; and hands over
+// to libunwind, with the same stack in the end (capture_stack), where a frame's CFA is a DWARF
+// expression (a stack realigned beside alloca) or a signal handler runs.
+#include <dlfcn.h>
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "stack_capture.hpp"
+#include "stack_walk.hpp"
+#include "stack_walk_shapes.hpp"
+
+namespace {
+
+using namespace poolalloc::internal;
+using namespace stack_walk_shapes;
+
+constexpr int kMost = 64;
+
+struct Capture {
+  std::vector<void*> walked;  // walk_stack's, or empty when it handed over
+  bool handed_over = false;
+  std::vector<const void*> captured;  // capture_stack's, libunwind's where the walk handed over
+  std::vector<void*> unwound;         // unw_backtrace's
+};
+
+thread_local Capture t_capture;
+
+int (*unw_backtrace)(void**, int) = nullptr;
+
+// Captures the stack three ways from the same frame.
+[[gnu::noinline]] void probe() {
+  void* frames[kMost];
+  const int walked = walk_stack(frames, kMost);
+  t_capture.handed_over = walked == kWalkNeedsUnwinder;
+  t_capture.walked.assign(frames, frames + std::max(walked, 0));
+  CapturedStack stack;
+  capture_stack(stack, nullptr);
+  t_capture.captured.assign(stack.frames(), stack.frames() + stack.depth);
+  const int unwound = unw_backtrace(frames, kMost);
+  t_capture.unwound.assign(frames, frames + std::max(unwound, 0));
+  asm volatile("");  // no tail call
+}
+
+class StackWalk : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(load_stack_unwinder()) << "libunwind.so.8 is needed";
+    void* library = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    unw_backtrace = reinterpret_cast<int (*)(void**, int)>(dlsym(library, "unw_backtrace"));
+    ASSERT_NE(unw_backtrace, nullptr);
+  }
+};
+
+// `frames` from the return address into probe's caller on (each capture's own call in probe
+// differs), against the same part of unw_backtrace's.
+template <class Frame>
+void expect_same_callers(const std::vector<Frame>& frames, const std::vector<void*>& unwound) {
+  ASSERT_GE(frames.size(), 2u);
+  const auto start = std::find(unwound.begin(), unwound.end(), frames[1]);
+  ASSERT_NE(start, unwound.end()) << "the caller of probe is not in libunwind's stack";
+  const std::vector<const void*> expected(start, unwound.end());
+  const std::vector<const void*> got(frames.begin() + 1, frames.end());
+  EXPECT_EQ(got, expected);
+}
+
+// The walk answers alone, with libunwind's stack.
+void expect_walked() {
+  EXPECT_FALSE(t_capture.handed_over);
+  expect_same_callers(t_capture.walked, t_capture.unwound);
+  expect_same_callers(t_capture.captured, t_capture.unwound);
+}
+
+TEST_F(StackWalk, MatchesLibunwindThroughO0Functions) {
+  o0_chain(5, probe);
+  expect_walked();
+}
+
+TEST_F(StackWalk, MatchesLibunwindThroughO2FunctionsWithoutFramePointers) {
+  o2_chain(7, probe);
+  expect_walked();
+}
+
+TEST_F(StackWalk, MatchesLibunwindThroughALeafCallerWithoutAFrame) {
+  o2_leaf_caller(probe);
+  expect_walked();
+}
+
+TEST_F(StackWalk, MatchesLibunwindThroughFramePointerFunctions) {
+  fp_chain(6, probe);
+  expect_walked();
+}
+
+TEST_F(StackWalk, MatchesLibunwindThroughAllocaFrames) {
+  o2_alloca(1000, probe);
+  expect_walked();
+  o2_alloca(24, [] { o2_alloca(4000, probe); });
+  expect_walked();
+}
+
+TEST_F(StackWalk, MatchesLibunwindThroughASharedLibrary) {
+  library_chain(4, [] { o2_chain(2, probe); });
+  expect_walked();
+}
+
+TEST_F(StackWalk, MatchesLibunwindInOtherThreads) {
+  std::thread([] {
+    o2_chain(3, [] { o0_chain(2, probe); });
+    expect_walked();
+  }).join();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t] {
+      for (int depth = 0; depth < 40; ++depth) {
+        fp_chain(depth + t, probe);
+        expect_walked();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+TEST_F(StackWalk, StopsAtTheMostFramesAskedFor) {
+  o2_chain(100, probe);
+  EXPECT_FALSE(t_capture.handed_over);
+  EXPECT_EQ(t_capture.walked.size(), static_cast<std::size_t>(kMost));
+  EXPECT_EQ(t_capture.captured.size(), static_cast<std::size_t>(kMostFrames));
+}
+
+TEST_F(StackWalk, MatchesLibunwindThroughAFrameRealignedFromRbp) {
+  o2_realigned([] { o2_chain(2, probe); });
+  expect_walked();
+}
+
+TEST_F(StackWalk, HandsAFrameFoundByExpressionToLibunwind) {
+  o2_realigned_alloca(100, [] { o2_chain(2, probe); });
+  EXPECT_TRUE(t_capture.handed_over);
+  expect_same_callers(t_capture.captured, t_capture.unwound);
+}
+
+void on_signal(int) {
+  o2_chain(2, probe);
+}
+
+TEST_F(StackWalk, HandsASignalFrameToLibunwind) {
+  struct sigaction action {};
+  struct sigaction old {};
+  action.sa_handler = on_signal;
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  o2_chain(3, [] { raise(SIGUSR1); });
+  ASSERT_EQ(sigaction(SIGUSR1, &old, nullptr), 0);
+  EXPECT_TRUE(t_capture.handed_over);
+  expect_same_callers(t_capture.captured, t_capture.unwound);
+  // The handler's own frames and the interrupted ones beyond the signal frame.
+  EXPECT_GT(t_capture.captured.size(), 8u);
+}
+
+}  // namespace
