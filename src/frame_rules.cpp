@@ -363,33 +363,27 @@ bool run_program(Reader r, const Cie& cie, std::uintptr_t loc, std::uintptr_t pc
 
 // The walk's rule from the row in force at the return address.
 FrameRule rule_of_row(const Row& row, bool signal_frame) {
-  FrameRule rule;
-  rule.kind = FrameRule::kComplex;
-  if (signal_frame || row.cfa_other || row.rsp_ruled) return rule;
-  if (row.ra.kind == RegisterRule::kUndefined) {
-    rule.kind = FrameRule::kEnd;
-    return rule;
-  }
-  if (row.ra.kind != RegisterRule::kAtOffset || row.ra.offset != -8) return rule;
+  constexpr FrameRule kComplexRule = FrameRule::of_kind(FrameRule::kComplex);
+  if (signal_frame || row.cfa_other || row.rsp_ruled) return kComplexRule;
+  if (row.ra.kind == RegisterRule::kUndefined) return FrameRule::of_kind(FrameRule::kEnd);
+  if (row.ra.kind != RegisterRule::kAtOffset || row.ra.offset != -8) return kComplexRule;
   // The return address, at CFA - 8, lies in the frame: an rsp-based CFA is at least 8 above.
-  if (row.cfa_register == kRsp ? row.cfa_offset < 8 : row.cfa_register != kRbp) return rule;
-  if (row.cfa_offset > INT32_MAX || row.cfa_offset < INT32_MIN) return rule;
+  if (row.cfa_register == kRsp ? row.cfa_offset < 8 : row.cfa_register != kRbp) return kComplexRule;
+  if (row.cfa_offset > INT32_MAX || row.cfa_offset < INT32_MIN) return kComplexRule;
+  std::int16_t rbp_offset = 0;
   if (row.rbp.kind == RegisterRule::kAtOffset) {
-    if (row.rbp.offset > -8 || row.rbp.offset < INT16_MIN) return rule;
-    rule.rbp_offset = static_cast<std::int16_t>(row.rbp.offset);
+    if (row.rbp.offset > -8 || row.rbp.offset < INT16_MIN) return kComplexRule;
+    rbp_offset = static_cast<std::int16_t>(row.rbp.offset);
   } else if (row.rbp.kind != RegisterRule::kSame) {
-    return rule;
+    return kComplexRule;
   }
-  rule.cfa_offset = static_cast<std::int32_t>(row.cfa_offset);
-  rule.cfa_from_rbp = row.cfa_register == kRbp;
-  rule.kind = FrameRule::kSimple;
-  return rule;
+  return FrameRule::simple(row.cfa_register == kRbp, static_cast<std::int32_t>(row.cfa_offset),
+                           rbp_offset);
 }
 
 // The rule at `pc` from the FDE at `fde`; kEnd when pc is outside the function it describes.
 FrameRule rule_from_fde(const std::uint8_t* fde, std::uintptr_t pc) {
-  FrameRule complex;
-  complex.kind = FrameRule::kComplex;
+  constexpr FrameRule complex = FrameRule::of_kind(FrameRule::kComplex);
   const std::uint8_t* body;
   const std::uint8_t* end;
   if (!entry_bounds(fde, body, end)) return complex;
@@ -400,11 +394,7 @@ FrameRule rule_from_fde(const std::uint8_t* fde, std::uintptr_t pc) {
   const std::uintptr_t begin = r.pointer(cie.fde_encoding);
   const std::uintptr_t range = r.pointer(cie.fde_encoding & 0x0f);
   if (r.bad) return complex;
-  if (pc - begin >= range) {
-    FrameRule end_rule;
-    end_rule.kind = FrameRule::kEnd;
-    return end_rule;
-  }
+  if (pc - begin >= range) return FrameRule::of_kind(FrameRule::kEnd);
   if (cie.has_augmentation_data) r.p += r.uleb();
   if (r.bad || r.p > r.end) return complex;
   Row initial;
@@ -489,20 +479,18 @@ bool search_table(const std::uint8_t* table, std::size_t size, std::uintptr_t pc
 }  // namespace
 
 FrameRule frame_rule_of(std::uintptr_t pc) {
-  FrameRule rule;
-  rule.kind = FrameRule::kEnd;
-  if (pc == 0) return rule;
+  constexpr FrameRule end = FrameRule::of_kind(FrameRule::kEnd);
+  if (pc == 0) return end;
   const std::uintptr_t inside = pc - 1;  // in the call, or in the instruction the walk starts at
   ObjectSearch search{inside};
   dl_iterate_phdr(find_object, &search);
-  if (!search.found) return rule;  // no loaded object holds it: JIT code, or not code at all
-  FrameRule complex;
-  complex.kind = FrameRule::kComplex;
+  if (!search.found) return end;  // no loaded object holds it: JIT code, or not code at all
+  constexpr FrameRule complex = FrameRule::of_kind(FrameRule::kComplex);
   const std::uint8_t* fde;
   // Without a search table (an object linked without --eh-frame-hdr), libunwind scans .eh_frame.
   if (search.table == nullptr || !search_table(search.table, search.table_size, inside, fde))
     return complex;
-  return fde == nullptr ? rule : rule_from_fde(fde, inside);
+  return fde == nullptr ? end : rule_from_fde(fde, inside);
 }
 
 }  // namespace poolalloc::internal

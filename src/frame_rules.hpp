@@ -9,22 +9,42 @@
 // or whose rule says it has no caller (_start, a thread's first frame), ends the stack.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 
 namespace poolalloc::internal {
 
-struct FrameRule {
+// One word, for the lock-free cache (frame_rule_cache.hpp) and for the walk to take apart with a
+// shift or two: bits 0-31 the CFA's offset, 32-47 rbp's, 48-55 the kind, 56-63 whether the CFA
+// is from rbp.
+class FrameRule {
+ public:
   enum Kind : std::uint8_t { kEmpty = 0, kSimple, kEnd, kComplex };
-  std::int32_t cfa_offset = 0;
-  // Where the caller's rbp is saved, from the CFA; 0: rbp is untouched, the caller's is the frame's
-  // own (a saved register lies below the CFA, never at it).
-  std::int16_t rbp_offset = 0;
-  Kind kind = kEmpty;
-  bool cfa_from_rbp = false;  // the CFA is rbp + cfa_offset, else rsp + cfa_offset
-  // One word, for the lock-free cache (frame_rule_cache.hpp).
-  [[nodiscard]] std::uint64_t word() const { return std::bit_cast<std::uint64_t>(*this); }
-  static FrameRule from_word(std::uint64_t w) { return std::bit_cast<FrameRule>(w); }
+
+  static constexpr FrameRule of_kind(Kind kind) { return FrameRule{std::uint64_t{kind} << 48}; }
+  // The CFA is rbp + cfa_offset when cfa_from_rbp, else rsp + cfa_offset; the caller's rbp is
+  // saved at CFA + rbp_offset, or is the frame's own when rbp_offset is 0 (a saved register lies
+  // below the CFA, never at it).
+  static constexpr FrameRule simple(bool cfa_from_rbp, std::int32_t cfa_offset,
+                                    std::int16_t rbp_offset) {
+    return FrameRule{static_cast<std::uint32_t>(cfa_offset) |
+                     std::uint64_t{static_cast<std::uint16_t>(rbp_offset)} << 32 |
+                     std::uint64_t{kSimple} << 48 | std::uint64_t{cfa_from_rbp} << 56};
+  }
+  static constexpr FrameRule from_word(std::uint64_t word) { return FrameRule{word}; }
+
+  [[nodiscard]] constexpr std::uint64_t word() const { return word_; }
+  [[nodiscard]] constexpr Kind kind() const { return static_cast<Kind>(word_ >> 48 & 0xff); }
+  [[nodiscard]] constexpr bool cfa_from_rbp() const { return (word_ >> 56) != 0; }
+  [[nodiscard]] constexpr std::int32_t cfa_offset() const {
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(word_));
+  }
+  [[nodiscard]] constexpr std::int16_t rbp_offset() const {
+    return static_cast<std::int16_t>(static_cast<std::uint16_t>(word_ >> 32));
+  }
+
+ private:
+  constexpr explicit FrameRule(std::uint64_t word) : word_(word) {}
+  std::uint64_t word_;
 };
 static_assert(sizeof(FrameRule) == 8);
 

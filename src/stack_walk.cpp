@@ -52,25 +52,28 @@ int walk_stack(void** frames, int most) {
       : "=r"(pc), "=r"(sp), "=r"(rbp));
   if ((sp < t_stack_low || sp >= t_stack_high) && !find_stack(sp)) return kWalkNeedsUnwinder;
   const std::uintptr_t high = t_stack_high;
-  int depth = 0;
+  void** out = frames;
+  void** const end = frames + most;
   for (;;) {
     const FrameRule rule = g_frame_rules.rule_of(pc);
-    if (rule.kind == FrameRule::kEnd) return depth;
-    if (rule.kind != FrameRule::kSimple) return kWalkNeedsUnwinder;
-    const std::uintptr_t cfa = (rule.cfa_from_rbp ? rbp : sp) +
-                               static_cast<std::uintptr_t>(std::intptr_t{rule.cfa_offset});
+    if (rule.kind() != FrameRule::kSimple) [[unlikely]]
+      return rule.kind() == FrameRule::kEnd ? static_cast<int>(out - frames) : kWalkNeedsUnwinder;
+    const std::uintptr_t cfa = (rule.cfa_from_rbp() ? rbp : sp) +
+                               static_cast<std::uintptr_t>(std::intptr_t{rule.cfa_offset()});
     // The return address at cfa - 8 and the saved rbp below it lie in [sp, high).
-    if (cfa < sp + 8 || cfa > high) return kWalkNeedsUnwinder;
-    if (rule.rbp_offset != 0) {
+    if (cfa < sp + 8 || cfa > high) [[unlikely]]
+      return kWalkNeedsUnwinder;
+    if (rule.rbp_offset() != 0) {
       const std::uintptr_t saved =
-          cfa + static_cast<std::uintptr_t>(std::intptr_t{rule.rbp_offset});
-      if (saved < sp) return kWalkNeedsUnwinder;
+          cfa + static_cast<std::uintptr_t>(std::intptr_t{rule.rbp_offset()});
+      if (saved < sp) [[unlikely]]
+        return kWalkNeedsUnwinder;
       rbp = stack_word(saved);
     }
     pc = stack_word(cfa - 8);
     sp = cfa;
-    if (pc == 0 || depth == most) return depth;
-    frames[depth++] = reinterpret_cast<void*>(pc);
+    if (pc == 0 || out == end) return static_cast<int>(out - frames);
+    *out++ = reinterpret_cast<void*>(pc);
   }
 #else
   (void)frames;
