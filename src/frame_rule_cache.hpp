@@ -2,7 +2,8 @@
 // table for the process, fixed in size (4,096 slots of 16 bytes, zero until used), without a lock
 // and without allocating. A hit is a hash, a compare and three loads; a miss reads the unwind
 // tables and keeps the rule, replacing one of the four slots of its probe when they are all
-// taken.
+// taken. A miss that finds that an object was unloaded (dlclose) since the last one forgets every
+// rule: another object mapped where it was would share its addresses.
 //
 // Each slot is a key (the return address; 0: empty, 1: being written) and the rule, written
 // under the key as under a sequence lock: a writer claims the slot by swapping its key for 1,
@@ -55,8 +56,11 @@ class FrameRuleCache {
 
   // Reads the rule from the tables and keeps it.
   [[gnu::noinline]] FrameRule fill(std::uintptr_t pc, std::uint32_t home);
+  // Empties every slot but those being written.
+  void forget_all();
 
   Slot slots_[std::size_t{1} << kSlotBits];
+  std::atomic<unsigned long long> unloads_{0};  // the loader's count at the last miss
 };
 
 // The process's cache.

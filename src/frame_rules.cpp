@@ -409,6 +409,7 @@ FrameRule rule_from_fde(const std::uint8_t* fde, std::uintptr_t pc) {
 // table of FDEs (the PT_GNU_EH_FRAME segment, .eh_frame_hdr).
 struct ObjectSearch {
   std::uintptr_t pc;
+  unsigned long long unloads = 0;
   bool found = false;
   const std::uint8_t* table = nullptr;
   std::size_t table_size = 0;
@@ -416,6 +417,7 @@ struct ObjectSearch {
 
 int find_object(dl_phdr_info* info, std::size_t, void* data) {
   auto& search = *static_cast<ObjectSearch*>(data);
+  search.unloads = info->dlpi_subs;  // the same count in every object's entry
   const ElfW(Phdr)* eh_frame_hdr = nullptr;
   bool holds = false;
   for (std::size_t i = 0; i < info->dlpi_phnum; ++i) {
@@ -478,19 +480,19 @@ bool search_table(const std::uint8_t* table, std::size_t size, std::uintptr_t pc
 
 }  // namespace
 
-FrameRule frame_rule_of(std::uintptr_t pc) {
+LookedUpRule frame_rule_of(std::uintptr_t pc) {
   constexpr FrameRule end = FrameRule::of_kind(FrameRule::kEnd);
-  if (pc == 0) return end;
+  constexpr FrameRule complex = FrameRule::of_kind(FrameRule::kComplex);
   const std::uintptr_t inside = pc - 1;  // in the call, or in the instruction the walk starts at
   ObjectSearch search{inside};
   dl_iterate_phdr(find_object, &search);
-  if (!search.found) return end;  // no loaded object holds it: JIT code, or not code at all
-  constexpr FrameRule complex = FrameRule::of_kind(FrameRule::kComplex);
+  // No loaded object holds it: JIT code, or not code at all.
+  if (pc == 0 || !search.found) return {end, search.unloads};
   const std::uint8_t* fde;
   // Without a search table (an object linked without --eh-frame-hdr), libunwind scans .eh_frame.
   if (search.table == nullptr || !search_table(search.table, search.table_size, inside, fde))
-    return complex;
-  return fde == nullptr ? end : rule_from_fde(fde, inside);
+    return {complex, search.unloads};
+  return {fde == nullptr ? end : rule_from_fde(fde, inside), search.unloads};
 }
 
 }  // namespace poolalloc::internal

@@ -53,7 +53,13 @@ static_assert(sizeof(FrameRule) == 8);
 // in force just after that call (the table's rows up to pc - 1). A pc in the middle of an
 // instruction (the stack walk's own starting point) gets the rule at the start of that
 // instruction. Asks the dynamic loader which object holds pc (dl_iterate_phdr): the stack walk
-// calls it once per return address, then reads its cache.
-FrameRule frame_rule_of(std::uintptr_t pc);
+// calls it once per return address, then reads its cache. `unloads` is the number of objects
+// unloaded so far in the process (dlclose), which the loader counts: rules read before an unload
+// may describe code that is gone.
+struct LookedUpRule {
+  FrameRule rule;
+  unsigned long long unloads;
+};
+LookedUpRule frame_rule_of(std::uintptr_t pc);
 
 }  // namespace poolalloc::internal

@@ -12,13 +12,21 @@ namespace {
 // its last walk (0, 0 before its first).
 constinit __thread std::uintptr_t t_stack_low __attribute__((tls_model("initial-exec"))) = 0;
 constinit __thread std::uintptr_t t_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+// Set when /proc/self/maps could not be read (no /proc in a chroot, a sandbox): the thread's
+// walks are handed over without trying again.
+constinit __thread bool t_no_maps __attribute__((tls_model("initial-exec"))) = false;
 
 // Finds the mapping that holds sp; false when none does or it cannot be read.
 bool find_stack(std::uintptr_t sp) {
+  if (t_no_maps) return false;
   char buffer[512];  // a longer line, a long path, is skipped: a stack's has none
   ProcessMapsReader reader(buffer, sizeof buffer);
   ProcessMapping mapping;
-  while (reader.next(mapping)) {
+  if (!reader.next(mapping)) {
+    t_no_maps = reader.failed();
+    return false;
+  }
+  do {
     if (mapping.start > sp) break;
     if (sp < mapping.end) {
       if (!mapping.readable) return false;
@@ -26,7 +34,7 @@ bool find_stack(std::uintptr_t sp) {
       t_stack_high = mapping.end;
       return true;
     }
-  }
+  } while (reader.next(mapping));
   return false;
 }
 

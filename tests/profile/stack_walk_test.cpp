@@ -4,7 +4,10 @@
 // to libunwind, with the same stack in the end (capture_stack), where a frame's CFA is a DWARF
 // expression (a stack realigned beside alloca) or a signal handler runs.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 #include <gtest/gtest.h>
 
@@ -124,6 +127,60 @@ TEST_F(StackWalk, MatchesLibunwindInOtherThreads) {
     });
   }
   for (std::thread& thread : threads) thread.join();
+}
+
+// A stack that the program maps itself, each page readable: the walk's bounds are that mapping's.
+class MappedStack {
+ public:
+  static constexpr std::size_t kBytes = 256 * 1024;
+  MappedStack()
+      : base_(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) {}
+  ~MappedStack() { munmap(base_, kBytes); }
+  MappedStack(const MappedStack&) = delete;
+  MappedStack& operator=(const MappedStack&) = delete;
+  [[nodiscard]] void* base() const { return base_; }
+
+ private:
+  void* base_;
+};
+
+TEST_F(StackWalk, MatchesLibunwindOnAThreadStackThatTheProgramGave) {
+  MappedStack stack;
+  ASSERT_NE(stack.base(), MAP_FAILED);
+  pthread_attr_t attributes;
+  ASSERT_EQ(pthread_attr_init(&attributes), 0);
+  ASSERT_EQ(pthread_attr_setstack(&attributes, stack.base(), MappedStack::kBytes), 0);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(
+                &thread, &attributes,
+                [](void*) -> void* {
+                  o2_chain(4, probe);
+                  expect_walked();
+                  return nullptr;
+                },
+                nullptr),
+            0);
+  ASSERT_EQ(pthread_join(thread, nullptr), 0);
+  pthread_attr_destroy(&attributes);
+}
+
+// swapcontext onto another stack, and back: each walk is bounded by the stack it runs on.
+ucontext_t g_main_context;
+ucontext_t g_other_context;
+
+TEST_F(StackWalk, MatchesLibunwindAfterSwitchingStacks) {
+  MappedStack stack;
+  ASSERT_NE(stack.base(), MAP_FAILED);
+  ASSERT_EQ(getcontext(&g_other_context), 0);
+  g_other_context.uc_stack.ss_sp = stack.base();
+  g_other_context.uc_stack.ss_size = MappedStack::kBytes;
+  g_other_context.uc_link = &g_main_context;
+  makecontext(
+      &g_other_context, [] { fp_chain(3, probe); }, 0);
+  ASSERT_EQ(swapcontext(&g_main_context, &g_other_context), 0);
+  expect_walked();
+  o2_chain(2, probe);  // back on the thread's own stack
+  expect_walked();
 }
 
 TEST_F(StackWalk, StopsAtTheMostFramesAskedFor) {
