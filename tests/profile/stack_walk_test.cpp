@@ -183,6 +183,52 @@ TEST_F(StackWalk, MatchesLibunwindAfterSwitchingStacks) {
   expect_walked();
 }
 
+// A function whose unwind table lies: it says that its caller's frame starts 1 MiB above its own.
+// It calls the function given in its first argument.
+extern "C" void far_cfa_frame(void (*call)());
+asm(R"(
+  .text
+  .type far_cfa_frame, @function
+far_cfa_frame:
+  .cfi_startproc
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 0x100000
+  call *%rdi
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -0x100000
+  ret
+  .cfi_endproc
+  .size far_cfa_frame, .-far_cfa_frame
+)");
+
+int g_far_walk = 0;
+
+// A stack of 256 KiB with 2 MiB that cannot be read above it: a load there would fault.
+TEST_F(StackWalk, ReadsNothingOutsideTheThreadsStack) {
+  constexpr std::size_t kStack = 256 * 1024;
+  constexpr std::size_t kGuard = 2 * 1024 * 1024;
+  void* mapping =
+      mmap(nullptr, kStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapping, MAP_FAILED);
+  ASSERT_EQ(mprotect(static_cast<char*>(mapping) + kStack, kGuard, PROT_NONE), 0);
+  ASSERT_EQ(getcontext(&g_other_context), 0);
+  g_other_context.uc_stack.ss_sp = mapping;
+  g_other_context.uc_stack.ss_size = kStack;
+  g_other_context.uc_link = &g_main_context;
+  makecontext(
+      &g_other_context,
+      [] {
+        far_cfa_frame([] {
+          void* frames[kMost];
+          g_far_walk = walk_stack(frames, kMost);
+        });
+      },
+      0);
+  ASSERT_EQ(swapcontext(&g_main_context, &g_other_context), 0);
+  EXPECT_EQ(g_far_walk, kWalkNeedsUnwinder);
+  munmap(mapping, kStack + kGuard);
+}
+
 TEST_F(StackWalk, StopsAtTheMostFramesAskedFor) {
   o2_chain(100, probe);
   EXPECT_FALSE(t_capture.handed_over);
