@@ -1,8 +1,8 @@
 // The call stack of a sampled allocation, for the heap profile: return addresses, innermost
 // first, from the project's own walk of the unwind tables (stack_walk.hpp: a probe of a cache of
-// frame rules and two loads a frame, no frame pointers needed), or from libunwind's
-// unw_backtrace where the walk meets a frame it does not handle (a signal frame, a function that
-// realigns its stack).
+// frame rules and two loads a frame, some 30 instructions; no frame pointers needed), or from
+// libunwind's unw_backtrace where the walk meets a frame it does not handle (a signal frame, a
+// function that realigns its stack beside alloca).
 //
 // By callgrind (libunwind 1.6.2), unw_backtrace costs some 310 instructions a capture and 79 a
 // frame: 708 for 5 frames, 3,868 for 45, whatever unw_set_caching_policy says. It allocates

@@ -1,7 +1,10 @@
 // The stack walk of the heap profile's samples: return addresses from the frame rules that the
 // unwind tables give (frame_rules.hpp), cached per return address (frame_rule_cache.hpp), so
 // that once a stack's addresses have been seen a frame costs a probe of the cache and two loads
-// (the return address and, where the frame saved it, rbp). No frame pointers needed.
+// (the return address and, where the frame saved it, rbp). No frame pointers needed. By
+// callgrind: some 30 instructions a frame whose rule is cached (about 300 for the 8 frames of a
+// sample in bench's sweep, where libunwind's unw_backtrace took about 785); a miss about 2,400,
+// once per return address; a thread's first walk about 60,000, once (/proc/self/maps).
 //
 // It reads nothing outside the calling thread's stack: the readable mapping that holds the stack
 // pointer, found in /proc/self/maps at the thread's first walk (and again when the thread runs
