@@ -13,7 +13,6 @@ void o2_chain(int depth, Probe probe);
 void o2_leaf_caller(Probe probe);        // no frame of its own but the return address
 void o2_alloca(int bytes, Probe probe);  // rbp-based CFA
 void o2_realigned(Probe probe);          // the stack realigned to 64 bytes, the CFA from rbp
-void o2_realigned_alloca(int bytes, Probe probe);  // the CFA by a DWARF expression
 // stack_walk_shapes_fp.cpp, built -O2 -fno-omit-frame-pointer.
 void fp_chain(int depth, Probe probe);
 // stack_walk_library.cpp, a shared library built -O2.

@@ -38,15 +38,4 @@ namespace stack_walk_shapes {
   asm volatile("" : : "r"(block) : "memory");
 }
 
-// With alloca too, GCC finds the frame through a register it saves (DRAP): DWARF expressions.
-[[gnu::noinline]] void o2_realigned_alloca(int bytes, Probe probe) {
-  alignas(64) char block[64];
-  auto* extra = static_cast<char*>(alloca(static_cast<unsigned>(bytes)));
-  std::memset(block, 1, sizeof block);
-  std::memset(extra, 1, static_cast<unsigned>(bytes));
-  asm volatile("" : : "r"(block), "r"(extra) : "memory");
-  probe();
-  asm volatile("" : : "r"(block), "r"(extra) : "memory");
-}
-
 }  // namespace stack_walk_shapes
