@@ -1,24 +1,26 @@
 // The call stack of a sampled allocation, for the heap profile: return addresses, innermost
-// first, from libunwind's unw_backtrace, which reads the unwind tables (no frame pointers
-// needed) and caches what it learns per address, so that a capture after the first few costs
-// about 120 ns for 14 frames (libgcc's _Unwind_Backtrace took 9.6 us for the same stack, on
-// the project's machine). It allocates nothing but, at a thread's first capture, the block of
-// libunwind's thread-local variables (heap_sampler.cpp serves that malloc unsampled); libunwind
-// keeps its caches in memory it maps. By callgrind (libunwind 1.6.2), a capture costs some 310
-// instructions and 79 more per frame: 708 for 5 frames, 3,868 for 45. unw_set_caching_policy
-// changes none of it (per thread, global or none): unw_backtrace looks each return address up in
-// a per-thread cache of its own, and that walk is what costs.
+// first, from the project's own walk of the unwind tables (stack_walk.hpp: a probe of a cache of
+// frame rules and two loads a frame, some 30 instructions; no frame pointers needed), or from
+// libunwind's unw_backtrace where the walk meets a frame it does not handle (a signal frame, a
+// function that realigns its stack beside alloca).
+//
+// By callgrind (libunwind 1.6.2), unw_backtrace costs some 310 instructions a capture and 79 a
+// frame: 708 for 5 frames, 3,868 for 45, whatever unw_set_caching_policy says. It allocates
+// nothing but, at a thread's first capture, the block of libunwind's thread-local variables
+// (heap_sampler.cpp serves that malloc unsampled); libunwind keeps its caches in memory it maps.
 //
 // libunwind is loaded only once the profile is turned on, with dlopen and RTLD_LOCAL: a program
 // that does not profile gets no library besides poolalloc, and none ever gets libunwind's
 // _Unwind_Backtrace and backtrace in place of libgcc's and glibc's. Without libunwind (Debian's
-// libunwind8 is not installed) a sample keeps one frame: the call site.
+// libunwind8 is not installed) a stack that the walk hands over keeps one frame: the call site.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <iterator>
+
+#include "stack_walk.hpp"
 
 namespace poolalloc::internal {
 
@@ -44,18 +46,20 @@ struct CapturedStack {
   const void* const* frames() const { return raw + start; }
 };
 
-// At most kMostFrames frames into `stack`. Inline, so that the sampling function calls the
-// unwinder itself: each frame of the allocator's own is one more for libunwind to walk (some 80
-// instructions).
+// At most kMostFrames frames into `stack`. Inline, so that the sampling function calls the walk
+// itself: each frame of the allocator's own is one more to walk.
 [[gnu::always_inline]] inline void capture_stack(CapturedStack& stack, const void* first) {
   stack.start = 0;
-  const Backtrace backtrace = g_backtrace.load(std::memory_order_acquire);
-  if (backtrace == nullptr) {
-    stack.raw[0] = const_cast<void*>(first);
-    stack.depth = first != nullptr ? 1 : 0;
-    return;
+  int count = walk_stack(stack.raw, static_cast<int>(std::size(stack.raw)));
+  if (count == kWalkNeedsUnwinder) {
+    const Backtrace backtrace = g_backtrace.load(std::memory_order_acquire);
+    if (backtrace == nullptr) {
+      stack.raw[0] = const_cast<void*>(first);
+      stack.depth = first != nullptr ? 1 : 0;
+      return;
+    }
+    count = std::max(backtrace(stack.raw, static_cast<int>(std::size(stack.raw))), 0);
   }
-  const int count = std::max(backtrace(stack.raw, static_cast<int>(std::size(stack.raw))), 0);
   if (first != nullptr) {
     const auto found = std::find(stack.raw, stack.raw + count, first);
     if (found != stack.raw + count) stack.start = static_cast<std::uint32_t>(found - stack.raw);
