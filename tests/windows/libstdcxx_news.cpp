@@ -10,8 +10,8 @@
 //   libstdcxx_news delete  deletes a std::stringstream that the program's new created. Its
 //                          deleting destructor is compiled into libstdc++, and calls
 //                          libstdc++'s operator delete: with the DLL, the C runtime's free,
-//                          given a block of the pools (the process fails); with -static,
-//                          poolalloc's delete (exit status 0).
+//                          given a block of the pools (the process dies before it prints
+//                          "deleted"); with -static, poolalloc's delete (exit status 0).
 #include <poolalloc/poolalloc.h>
 #include <windows.h>
 
