@@ -2,8 +2,9 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# poolalloc.h declares the drop-in malloc's C API: a toolkit-only build leaves it out.
-if(TARGET poolalloc)
+# poolalloc.h declares the drop-in malloc's C API: a toolkit-only build leaves it out. A Windows
+# build has the archives alone (src/CMakeLists.txt).
+if(TARGET poolalloc OR TARGET poolalloc_static)
   install(DIRECTORY include/poolalloc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 else()
   install(DIRECTORY include/poolalloc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}

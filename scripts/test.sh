@@ -6,8 +6,10 @@
 #   4. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the thread-related tests under ThreadSanitizer;
 #   6. the libFuzzer target of the malloc for PA_TEST_FUZZ_SECONDS (default 60);
-#   7. the toolkit's tests built for Windows with mingw-w64 and run under wine (the malloc is
-#      Linux-only);
+#   7. the toolkit's tests, the core's unit tests and libpoolalloc.a's Windows tests (operators,
+#      64 threads, every kind of Windows thread, libstdc++ linked both ways, a game built against
+#      the installed prefix, GoogleTest's own unit test linked with and without poolalloc) built
+#      with mingw-w64 and run under wine;
 #   8. the Debian package (cpack -G DEB) installed with apt-get in a fresh Debian 12 root, where
 #      poolalloc --stats runs python3. debootstrap builds that root (build/debian-root, kept for
 #      later runs) in the background from the start, so that its download overlaps the builds.
@@ -65,7 +67,7 @@ stage "libFuzzer: malloc_fuzzer for ${PA_TEST_FUZZ_SECONDS:-60} s"
 build fuzz
 check fuzz
 
-stage "mingw-w64 + wine: toolkit tests"
+stage "mingw-w64 + wine: toolkit, core and Windows tests"
 build mingw
 check mingw
 

@@ -8,14 +8,17 @@
 #include "central_lists.hpp"
 #include "decay.hpp"
 #include "heap_sampler.hpp"
+#include "platform.hpp"
 #include "span_carving.hpp"
 
 namespace poolalloc::internal {
 
 void* allocate_slow(std::size_t size, const void* site) {
-  if (count_malloc_bytes(size)) [[unlikely]]
-    return allocate_sampled(size, kMinAlignment,
-                            site != nullptr ? site : __builtin_return_address(0));
+  if (count_malloc_bytes(size)) [[unlikely]] {
+    if constexpr (kHeapProfile)
+      return allocate_sampled(size, kMinAlignment,
+                              site != nullptr ? site : POOLALLOC_RETURN_ADDRESS());
+  }
   // g_pooled_limit is 0 until the allocator is initialised.
   const bool pooled = size <= g_pooled_limit || (size <= kLargestClassSize && g_pooled_limit == 0 &&
                                                  ensure_initialised() && size <= g_pooled_limit);
@@ -30,18 +33,20 @@ void* allocate_slow(std::size_t size, const void* site) {
 
 void free_unpooled(void* p) {
   count_call_outside_pools();
-  forget_if_sampled(p);
+  if constexpr (kHeapProfile) forget_if_sampled(p);
   free_outside_pools(p);
 }
 
 void* allocate_zeroed(std::size_t size, const void* site) {
   if (size > g_pooled_limit) {
     count_call_outside_pools();
-    if (!count_malloc_bytes(size)) [[likely]]
+    if (!count_malloc_bytes(size) || !kHeapProfile) [[likely]]
       return system_calloc(size);
-    void* block = allocate_sampled(size, kMinAlignment, site);
-    if (block != nullptr) std::memset(block, 0, size);
-    return block;
+    if constexpr (kHeapProfile) {
+      void* block = allocate_sampled(size, kMinAlignment, site);
+      if (block != nullptr) std::memset(block, 0, size);
+      return block;
+    }
   }
   void* block = allocate(size, site);
   // The whole usable size, as glibc does: README lets programs write malloc_usable_size bytes,
@@ -56,16 +61,18 @@ void* reallocate(void* p, std::size_t size, const void* site) {
     // For the heap profile, a realloc outside the pools frees the old block and allocates a
     // new one. Its sample goes first: once glibc has freed p, another thread may be handed the
     // address and sample it.
-    forget_if_sampled(p);
+    if constexpr (kHeapProfile) forget_if_sampled(p);
     void* moved = system_realloc(p, size);
-    if (moved == nullptr || !count_malloc_bytes(size)) [[likely]]
+    if (moved == nullptr || !count_malloc_bytes(size) || !kHeapProfile) [[likely]]
       return moved;
-    // Sampled: moved once more, into a block the sampler records.
-    void* sampled = allocate_sampled(size, kMinAlignment, site);
-    if (sampled == nullptr) return moved;
-    std::memcpy(sampled, moved, size);
-    free_outside_pools(moved);
-    return sampled;
+    if constexpr (kHeapProfile) {
+      // Sampled: moved once more, into a block the sampler records.
+      void* sampled = allocate_sampled(size, kMinAlignment, site);
+      if (sampled == nullptr) return moved;
+      std::memcpy(sampled, moved, size);
+      free_outside_pools(moved);
+      return sampled;
+    }
   }
   const unsigned bin = handed_out_bin_or_report(p, "realloc");
   if (is_marked_free(p)) report_double_free("realloc", p, bin);
@@ -81,8 +88,9 @@ void* reallocate(void* p, std::size_t size, const void* site) {
 
 void* allocate_aligned(std::size_t alignment, std::size_t size, const void* site) {
   if (alignment <= kMinAlignment) return allocate(size, site);
-  if (count_malloc_bytes(size)) [[unlikely]]
-    return allocate_sampled(size, alignment, site);
+  if (count_malloc_bytes(size)) [[unlikely]] {
+    if constexpr (kHeapProfile) return allocate_sampled(size, alignment, site);
+  }
   // Spans start on kSpanSize boundaries, so the blocks of a class whose size is a multiple of
   // the alignment are all aligned; every power of two up to 32 KiB is such a class.
   const std::size_t padded =

@@ -1,27 +1,32 @@
 #include "bootstrap.hpp"
 
-#include <pthread.h>
-#include <sys/single_threaded.h>
-#include <unistd.h>
-
 #include <atomic>
 
-#include "central_lists.hpp"
-#include "decay_thread.hpp"
 #include "free_block_marks.hpp"
-#include "heap_profile.hpp"
 #include "large_blocks.hpp"
 #include "options.hpp"
 #include "os.hpp"
+#include "platform.hpp"
 #include "pool_region.hpp"
-#include "span_carving.hpp"
 #include "stats.hpp"
+#include "thread_cache.hpp"
+
+#if POOLALLOC_LINUX
+#include <pthread.h>
+#include <sys/single_threaded.h>
+
+#include "central_lists.hpp"
+#include "decay_thread.hpp"
+#include "heap_profile.hpp"
+#include "span_carving.hpp"
 #include "system_forwarding.hpp"
 #include "tag_budgets.hpp"
 #include "tag_csv.hpp"
 #include "tag_registry.hpp"
 #include "tagged_system_blocks.hpp"
-#include "thread_cache.hpp"
+#else
+#include <cstdlib>
+#endif
 
 namespace poolalloc::internal {
 namespace {
@@ -29,6 +34,8 @@ namespace {
 enum State : int { kUninitialised, kInitialising, kReady, kUnavailable };
 constinit std::atomic<int> g_state{kUninitialised};
 constinit bool g_options_read = false;
+
+#if POOLALLOC_LINUX
 constinit bool g_locked_for_fork = false;
 constinit __thread bool t_holds_locks_for_fork __attribute__((tls_model("initial-exec"))) = false;
 
@@ -95,24 +102,35 @@ void child_after_fork() {
   decay_thread_after_fork(true);
 }
 
-// At load, before the program's threads: the pools are set up before any thread can read
-// g_pooled_limit on its fast path (the tests of the core, which link no exports.cpp and so no
-// start_up(), rely on this too).
-__attribute__((constructor)) void on_load() {
-  ensure_initialised();
-}
-
 __attribute__((destructor)) void on_exit() {
   stop_creating_decay_thread();
   print_stats_at_exit();
   write_tag_csv_at_exit();
   dump_heap_profile_at_exit();
 }
+#else
+// Windows: no fork, and the table at exit is printed by a handler that start_up registers with
+// the C runtime's atexit.
+void on_exit() {
+  print_stats_at_exit();
+}
+#endif
+
+// At load, before the program's threads: the pools are set up before any thread can read
+// g_pooled_limit on its fast path (the tests of the core, which link no exports.cpp and so no
+// start_up(), rely on this too).
+POOLALLOC_AT_LOAD(on_load) {
+  ensure_initialised();
+}
 
 }  // namespace
 
 bool holds_locks_for_fork() {
+#if POOLALLOC_LINUX
   return t_holds_locks_for_fork;
+#else
+  return false;
+#endif
 }
 
 void start_up(bool debug_build) {
@@ -123,11 +141,15 @@ void start_up(bool debug_build) {
     g_options_read = read_options();
     if (ready) g_pooled_limit = g_options.max_pooled;
   }
+#if POOLALLOC_LINUX
   // glibc's thresholds behind the pools (system_forwarding.cpp); where the pools are
   // unavailable glibc serves everything, and its own rule suits it.
   if (ready) take_over_system_thresholds();
   start_heap_profile();
   start_tag_csv();
+#else
+  std::atexit(on_exit);
+#endif
   report_options(debug_build);
 }
 
@@ -142,12 +164,16 @@ bool ensure_initialised() {
     choose_free_block_key();  // before the first block is handed out
     const bool ready = place_region(g_options.region_size);
     init_thread_caches();
+#if POOLALLOC_LINUX
     note_startup_cpus();
+#endif
     init_large_blocks();
     // Unavailable pools leave the limit at 0: every request goes to the system allocator.
     if (ready) g_pooled_limit = g_options.max_pooled;
     g_state.store(ready ? kReady : kUnavailable, std::memory_order_release);
+#if POOLALLOC_LINUX
     pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
+#endif
     return ready;
   }
   while ((state = g_state.load(std::memory_order_acquire)) == kInitialising) os_yield();

@@ -1,13 +1,25 @@
 // The command line of this process, as the statistics table names the program: read from
 // /proc/self/cmdline into a fixed buffer (no malloc), its arguments separated by spaces, cut
-// after kShown bytes. Empty where /proc cannot be read.
+// after kShown bytes. Empty where /proc cannot be read. On Windows, the process's own command
+// line (GetCommandLineA), as its creator wrote it.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+
+#include "platform.hpp"
+
+#if POOLALLOC_LINUX
 #include <fcntl.h>
 #include <unistd.h>
-
-#include <cstddef>
-#include <string_view>
+#else
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#endif
 
 namespace poolalloc::internal {
 
@@ -16,6 +28,12 @@ class CommandLine {
   static constexpr std::size_t kShown = 120;
 
   CommandLine() {
+#if !POOLALLOC_LINUX
+    const char* line = GetCommandLineA();
+    length_ = std::min(std::strlen(line), sizeof text_);
+    std::memcpy(text_, line, length_);
+    while (length_ > 0 && text_[length_ - 1] == ' ') --length_;
+#else
     const int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     while (length_ < sizeof text_) {
@@ -28,10 +46,13 @@ class CommandLine {
     for (std::size_t i = 0; i < length_; ++i) {
       if (text_[i] == '\0') text_[i] = ' ';
     }
+#endif
   }
 
   // The whole of it, or more than kShown bytes: append_shown(message, text(), kShown) cuts it.
-  [[nodiscard]] std::string_view text() const { return {text_, length_}; }
+  [[nodiscard]] std::string_view text() const {
+    return {text_, length_};
+  }
 
  private:
   char text_[kShown + 8];  // past kShown: enough to know that there is more

@@ -1,12 +1,18 @@
 #include "debug_heap.hpp"
 
+#include "platform.hpp"
+
+#if POOLALLOC_LINUX
 #include <pthread.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -14,14 +20,17 @@
 #include "block_registry.hpp"
 #include "call_sites.hpp"
 #include "deferred_operations.hpp"
-#include "heap_profile.hpp"
-#include "heap_sampler.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "options.hpp"
 #include "os.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "stats.hpp"
+
+#if POOLALLOC_LINUX
+#include "heap_profile.hpp"
+#include "heap_sampler.hpp"
+#endif
 
 namespace poolalloc::internal {
 namespace {
@@ -307,11 +316,11 @@ void report_invalid(const char* operation, const void* p, const void* site,
 void* allocate_checked(std::size_t alignment, std::size_t size, unsigned char fill,
                        const void* site) {
   const std::size_t front = std::max(kGuardBytes, alignment);
-  std::size_t total = 0;
-  if (__builtin_add_overflow(size, front + kGuardBytes, &total)) {
+  if (size > SIZE_MAX - (front + kGuardBytes)) {
     errno = ENOMEM;
     return nullptr;
   }
+  const std::size_t total = size + front + kGuardBytes;
   auto* block = static_cast<std::byte*>(
       alignment <= kMinAlignment ? allocate(total) : allocate_aligned(alignment, total));
   if (block == nullptr) return nullptr;
@@ -381,6 +390,7 @@ void free_checked(void* p, std::size_t expected_size, const void* site) {
 // leak report if asked for.
 void check_at_exit();
 
+#if POOLALLOC_LINUX
 __attribute__((destructor)) void on_exit() {
   check_at_exit();
 }
@@ -406,6 +416,15 @@ void unlock_in_child() {
 __attribute__((constructor)) void on_load() {
   pthread_atfork(lock_for_fork, unlock_in_parent, unlock_in_child);
 }
+#else
+// Windows: no fork; the checks at exit run from the C runtime's atexit, registered at load.
+void on_exit() {
+  check_at_exit();
+}
+POOLALLOC_AT_LOAD(on_load) {
+  std::atexit(on_exit);
+}
+#endif
 
 struct LeakSite {
   const void* site;
@@ -465,6 +484,7 @@ void report_leaks() {
   }
 }
 
+#if POOLALLOC_LINUX
 // The exact profile's samples: one per call site, whose one frame is the site.
 struct SiteReader {
   const LiveSites* live;
@@ -480,6 +500,7 @@ bool next_site(void* context, ProfileSample* out) {
   *out = ProfileSample{&site.site, 1, blocks, bytes, blocks, bytes, nullptr};
   return true;
 }
+#endif
 
 void check_at_exit() {
   lock_heap();
@@ -593,14 +614,17 @@ void DebugHeap::print_stats(int fd) {
   internal::print_stats(fd);
 }
 
+#if POOLALLOC_LINUX
 void DebugHeap::malloc_stats() {
   print_malloc_stats();
 }
+#endif
 
 poolalloc_stats DebugHeap::stats() {
   return collect_stats();
 }
 
+#if POOLALLOC_LINUX
 struct mallinfo2 DebugHeap::mallinfo2() {
   return pooled_mallinfo2();
 }
@@ -631,5 +655,6 @@ int DebugHeap::profile_dump(const char* path) {
   SiteReader reader{&live};
   return write_profile_file(path, 0, next_site, &reader) ? 0 : -1;
 }
+#endif
 
 }  // namespace poolalloc::internal

@@ -6,7 +6,11 @@
 // writes into freed blocks, sized deletes of the wrong size, and leaks at exit.
 #pragma once
 
+#include "platform.hpp"
+
+#if POOLALLOC_LINUX
 #include <malloc.h>
+#endif
 
 #include <cstddef>
 #include <cstdio>
@@ -38,8 +42,9 @@ struct DebugHeap : HeapTags {
   static bool owns(const void* p);
   static bool trim(std::size_t pad);
   static void print_stats(int fd);
-  static void malloc_stats();
   static poolalloc_stats stats();
+#if POOLALLOC_LINUX
+  static void malloc_stats();
   static struct mallinfo2 mallinfo2();
   static struct mallinfo mallinfo();
   static int malloc_info(int options, FILE* stream);
@@ -48,7 +53,10 @@ struct DebugHeap : HeapTags {
   static void profile_sample(std::size_t mean);
   static int profile_dump(const char* path);
   // glibc's, which serves what the pools do not (system_forwarding.cpp).
-  static int mallopt(int param, int value) { return system_mallopt(param, value); }
+  static int mallopt(int param, int value) {
+    return system_mallopt(param, value);
+  }
+#endif
 };
 
 }  // namespace poolalloc::internal

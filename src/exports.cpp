@@ -1,6 +1,7 @@
-// The exported C allocation API, with glibc 2.36's argument semantics, and poolalloc's own.
-// Each function checks its arguments and makes one call into the Heap (heap.hpp). Every other
-// symbol of the library is hidden.
+// The exported C allocation API, with glibc 2.36's argument semantics (Linux only: Windows
+// programs keep their C runtime's malloc; poolalloc's own API is exports_poolalloc.cpp's). Each
+// function checks its arguments and makes one call into the Heap (heap.hpp). Every other symbol
+// of the library is hidden.
 #include <malloc.h>
 #include <unistd.h>
 
@@ -8,42 +9,19 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "bootstrap.hpp"
+#include "glibc_semantics.hpp"
 #include "heap.hpp"
 #include "poolalloc/poolalloc.h"
 
-#define POOLALLOC_EXPORT extern "C" __attribute__((visibility("default")))
-#define CALLER __builtin_return_address(0)
+#define POOLALLOC_EXPORT extern "C" POOLALLOC_VISIBLE
+#define CALLER POOLALLOC_RETURN_ADDRESS()
 
 using namespace poolalloc::internal;
 
 namespace {
 
-// The library's constructor (the release and the debug build each have theirs).
-__attribute__((constructor)) void on_load() {
-  start_up(Heap::kDebugBuild);
-}
-
 std::size_t page_size() {
   return static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-}
-
-// glibc's memalign: an alignment that is not a power of two is rounded up to one.
-void* memalign_like_glibc(std::size_t alignment, std::size_t size, const void* site) {
-  if (alignment > SIZE_MAX / 2 + 1) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  return Heap::aligned(std::bit_ceil(alignment), size, site);
-}
-
-void* reallocate_like_glibc(void* p, std::size_t size, const void* site) {
-  if (p == nullptr) return Heap::malloc(size, site);
-  if (size == 0) {  // glibc frees and returns NULL
-    Heap::free(p, site);
-    return nullptr;
-  }
-  return Heap::realloc(p, size, site);
 }
 
 }  // namespace
@@ -153,62 +131,8 @@ POOLALLOC_EXPORT int malloc_info(int options, FILE* stream) {
   return Heap::malloc_info(options, stream);
 }
 
-POOLALLOC_EXPORT const char* poolalloc_version() {
-  return POOLALLOC_VERSION_STRING;
-}
-
-POOLALLOC_EXPORT int poolalloc_owns(const void* p) {
-  return Heap::owns(p) ? 1 : 0;
-}
-
-POOLALLOC_EXPORT void poolalloc_print_stats(int fd) {
-  Heap::print_stats(fd);
-}
-
-POOLALLOC_EXPORT int poolalloc_get_stats(struct poolalloc_stats* stats) {
-  if (stats == nullptr) return -1;
-  *stats = Heap::stats();
-  return 0;
-}
-
-POOLALLOC_EXPORT int poolalloc_profile_sample(std::size_t mean_bytes) {
-  if (mean_bytes > (std::size_t{1} << 40)) {
-    errno = EINVAL;
-    return -1;
-  }
-  Heap::profile_sample(mean_bytes);
-  return 0;
-}
-
-POOLALLOC_EXPORT int poolalloc_profile_dump(const char* path) {
-  return Heap::profile_dump(path);
-}
-
-POOLALLOC_EXPORT int poolalloc_tag_register(const char* name) {
-  return Heap::tag_register(name);
-}
-
-POOLALLOC_EXPORT int poolalloc_tag_push(int id) {
-  return Heap::tag_push(id);
-}
-
-POOLALLOC_EXPORT int poolalloc_tag_pop() {
-  return Heap::tag_pop();
-}
-
-POOLALLOC_EXPORT int poolalloc_tag_current() {
-  return Heap::tag_current();
-}
-
-POOLALLOC_EXPORT int poolalloc_tag_set_budget(int id, std::uint64_t bytes,
-                                              poolalloc_tag_over_budget over, void* context) {
-  return Heap::tag_set_budget(id, bytes, over, context) ? 0 : -1;
-}
-
-POOLALLOC_EXPORT int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out) {
-  if (out == nullptr || !Heap::tag_stats(id, *out)) {
-    errno = EINVAL;
-    return -1;
-  }
-  return 0;
-}
+namespace {
+// Linked from libpoolalloc.a, this object brings poolalloc's own API with it (the library's
+// constructor is there), whichever of the two a program names.
+[[gnu::used]] const char* (*const g_own_api_comes_along)() = &poolalloc_version;
+}  // namespace

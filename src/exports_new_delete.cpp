@@ -1,21 +1,27 @@
 // The exported C++ replaceable allocation functions: every operator new and delete that
 // libstdc++ exports. The size given to a sized delete is only a hint and is not trusted.
-#include <dlfcn.h>
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <new>
 
 #include "heap.hpp"
 #include "misuse.hpp"
+#include "platform.hpp"
+#include "poolalloc/poolalloc.h"
 
-#define POOLALLOC_EXPORT __attribute__((visibility("default")))
-#define CALLER __builtin_return_address(0)
+#if POOLALLOC_LINUX
+#include <dlfcn.h>
+#include <stdlib.h>
+#endif
+
+#define POOLALLOC_EXPORT POOLALLOC_VISIBLE
+#define CALLER POOLALLOC_RETURN_ADDRESS()
 
 using namespace poolalloc::internal;
 
 namespace {
+
+#if POOLALLOC_LINUX
 
 // A failed allocation is the C++ runtime's business: [new.delete.single] calls the new-handler
 // and retries, and without a handler throws std::bad_alloc; the nothrow forms return null when
@@ -94,6 +100,55 @@ void* aligned_nothrow(std::size_t size, std::align_val_t alignment, const void* 
 // names only new and delete would otherwise take the operators from the archive and leave
 // malloc (so strdup, every library's allocations, and frees of them) to glibc.
 [[gnu::used]] void* (*const g_malloc_comes_along)(std::size_t) = &malloc;
+#else
+// Windows: the static library is linked into the program, whose C++ runtime is linked too, so a
+// failure is handled here as [new.delete.single] says: the new-handler is called and the request
+// retried until it succeeds, or std::bad_alloc is thrown when there is no handler (this file
+// alone is compiled with exceptions, src/CMakeLists.txt). The nothrow forms return null where
+// the throwing ones would throw.
+template <class Allocate>
+void* until_allocated(Allocate allocate) {
+  for (;;) {
+    if (void* p = allocate()) [[likely]]
+      return p;
+    const std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) throw std::bad_alloc();
+    handler();
+  }
+}
+
+bool valid(std::align_val_t alignment) {
+  const auto value = static_cast<std::size_t>(alignment);
+  return value != 0 && (value & (value - 1)) == 0;
+}
+
+void* plain(std::size_t size, const void* site) {
+  return until_allocated([&] { return Heap::malloc(size, site); });
+}
+void* aligned(std::size_t size, std::align_val_t alignment, const void* site) {
+  if (!valid(alignment)) throw std::bad_alloc();
+  return until_allocated(
+      [&] { return Heap::aligned(static_cast<std::size_t>(alignment), size, site); });
+}
+void* plain_nothrow(std::size_t size, const void* site) noexcept {
+  try {
+    return plain(size, site);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* aligned_nothrow(std::size_t size, std::align_val_t alignment, const void* site) noexcept {
+  try {
+    return aligned(size, alignment, site);
+  } catch (...) {
+    return nullptr;
+  }
+}
+#endif
+
+// Linked from libpoolalloc.a, this object brings poolalloc's own API with it, and with it the
+// library's constructor (exports_poolalloc.cpp).
+[[gnu::used]] void* (*const g_own_api_comes_along)(std::size_t) = &poolalloc_malloc;
 
 }  // namespace
 

@@ -7,14 +7,18 @@
 #include <cstddef>
 #include <cstdio>
 
+#include "platform.hpp"
+
 #if POOLALLOC_DEBUG_HEAP
 #include "debug_heap.hpp"
 #else
 #include "allocator.hpp"
-#include "heap_profile.hpp"
-#include "heap_sampler.hpp"
 #include "heap_tags.hpp"
 #include "stats.hpp"
+#if POOLALLOC_LINUX
+#include "heap_profile.hpp"
+#include "heap_sampler.hpp"
+#endif
 #endif
 
 namespace poolalloc::internal {
@@ -39,15 +43,31 @@ struct ReleaseHeap : HeapTags {
   static bool owns(const void* p) { return region_owns(p) && class_of_block(p) != kClassCount; }
   static bool trim(std::size_t pad) { return internal::trim(pad); }
   static void print_stats(int fd) { internal::print_stats(fd); }
-  static void malloc_stats() { print_malloc_stats(); }
   static poolalloc_stats stats() { return collect_stats(); }
-  static struct mallinfo2 mallinfo2() { return pooled_mallinfo2(); }
-  static struct mallinfo mallinfo() { return pooled_mallinfo(); }
-  static int malloc_info(int options, FILE* stream) { return pooled_malloc_info(options, stream); }
-  static void profile_sample(std::size_t mean) { set_sample_mean(static_cast<std::int64_t>(mean)); }
-  static int profile_dump(const char* path) { return dump_heap_profile(path); }
+#if POOLALLOC_LINUX
+  static void malloc_stats() {
+    print_malloc_stats();
+  }
+  static struct mallinfo2 mallinfo2() {
+    return pooled_mallinfo2();
+  }
+  static struct mallinfo mallinfo() {
+    return pooled_mallinfo();
+  }
+  static int malloc_info(int options, FILE* stream) {
+    return pooled_malloc_info(options, stream);
+  }
+  static void profile_sample(std::size_t mean) {
+    set_sample_mean(static_cast<std::int64_t>(mean));
+  }
+  static int profile_dump(const char* path) {
+    return dump_heap_profile(path);
+  }
   // glibc's, which serves what the pools do not (system_forwarding.cpp).
-  static int mallopt(int param, int value) { return system_mallopt(param, value); }
+  static int mallopt(int param, int value) {
+    return system_mallopt(param, value);
+  }
+#endif
 };
 using Heap = ReleaseHeap;
 #endif

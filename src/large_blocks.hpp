@@ -23,10 +23,17 @@
 // - Memory over time: each decay step gives back to glibc the blocks of each class that no
 //   malloc took since the previous step (the class's low-water mark); malloc_trim gives back
 //   all. Both call glibc's free outside the lock.
+//
+// Linux only: the cache reads glibc's chunk headers. On Windows (the inline functions at the end)
+// every request above the pools goes to the C runtime's heap, and every free outside the pool
+// region back to it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "platform.hpp"
+#include "system_forwarding.hpp"
 
 namespace poolalloc::internal {
 
@@ -44,6 +51,16 @@ inline constexpr std::size_t kMinHeldBytes = std::size_t{4} << 20;
 inline constexpr std::size_t kMaxHeldBytes = std::size_t{32} << 20;
 inline constexpr std::uint32_t kSlotsPerClass = 32;
 
+struct LargeBlockStats {
+  std::uint64_t reused;  // mallocs served from the cache since start-up
+  std::uint64_t blocks;  // blocks held now
+  std::uint64_t bytes;   // their usable sizes
+  // Their chunks' sizes (usable size and header word): what glibc counts in use while they wait,
+  // and would count free had they gone back to it.
+  std::uint64_t chunk_bytes;
+};
+
+#if POOLALLOC_LINUX
 // At initialisation, before glibc's main heap grows: notes where it begins.
 void init_large_blocks();
 
@@ -66,17 +83,26 @@ bool decay_large_blocks();
 // malloc_trim: gives back every cached block.
 void release_large_blocks();
 
-struct LargeBlockStats {
-  std::uint64_t reused;  // mallocs served from the cache since start-up
-  std::uint64_t blocks;  // blocks held now
-  std::uint64_t bytes;   // their usable sizes
-  // Their chunks' sizes (usable size and header word): what glibc counts in use while they wait,
-  // and would count free had they gone back to it.
-  std::uint64_t chunk_bytes;
-};
 LargeBlockStats large_block_stats();
 
 void lock_large_blocks_for_fork();
 void unlock_large_blocks_after_fork(bool in_child);
+#else
+inline void init_large_blocks() {}
+inline void* allocate_large(std::size_t size) {
+  return system_malloc(size);
+}
+inline void free_outside_pools(void* p) {
+  if (p != nullptr) system_free(p);
+}
+inline void report_if_cached(void*, const char*) {}
+inline bool decay_large_blocks() {
+  return false;
+}
+inline void release_large_blocks() {}
+inline LargeBlockStats large_block_stats() {
+  return {};
+}
+#endif
 
 }  // namespace poolalloc::internal

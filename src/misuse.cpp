@@ -56,6 +56,13 @@ void report_double_free_outside_pools(const char* operation, const void* p, std:
   detail::fatal(message);
 }
 
+void report_foreign_pointer(const char* operation, const void* p) {
+  detail::Message message;
+  message << "poolalloc: " << operation << "(" << p
+          << "): not a block: neither the pools nor the C runtime's heap handed it out";
+  detail::fatal(message);
+}
+
 void report_corrupted_free_list(const void* p, unsigned bin) {
   const unsigned cls = bin_class(bin);
   detail::Message message;

@@ -22,6 +22,11 @@ namespace poolalloc::internal {
 [[noreturn]] void report_double_free_outside_pools(const char* operation, const void* p,
                                                    std::size_t size);
 
+// A pointer outside the pool region that the system allocator did not hand out either, given to
+// `operation` (free, realloc, malloc_usable_size): on Windows, where the C runtime's heap says
+// so (on Linux glibc's free reports it itself).
+[[noreturn]] void report_foreign_pointer(const char* operation, const void* p);
+
 // The orphan list of bin `bin` (of its class, says the message) leads to `p`, which is not a free
 // block of the class: a freed block was written to (a use after free, or an overflow of the block
 // before it).

@@ -1,11 +1,17 @@
 #include "options.hpp"
 
+#include <cstdlib>  // environ
+
+#include "platform.hpp"
+
+#if POOLALLOC_LINUX
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -113,14 +119,25 @@ void read_size(Option option, std::size_t min, std::size_t max, std::string_view
   }
 }
 
+// Whether `text` is an absolute path: from the root, or on Windows also from a drive ("C:\\",
+// "C:/") or a share ("\\\\server\\share").
+bool is_absolute(std::string_view text) {
+#if POOLALLOC_LINUX
+  return text.front() == '/';
+#else
+  return text.front() == '/' || text.front() == '\\' ||
+         (text.size() >= 3 && text[1] == ':' && (text[2] == '\\' || text[2] == '/'));
+#endif
+}
+
 // `text` into `path`, after the working directory when it is relative (without one it stays
 // relative); false, with `path` undefined, when it does not fit.
 bool make_absolute(std::string_view text, char (&path)[PATH_MAX]) {
   char absolute[PATH_MAX];
   std::size_t length = 0;
-  if (text.front() != '/' && os_working_directory(absolute, sizeof absolute)) {
+  if (!is_absolute(text) && os_working_directory(absolute, sizeof absolute)) {
     length = std::strlen(absolute);
-    if (absolute[length - 1] != '/') absolute[length++] = '/';
+    if (absolute[length - 1] != '/' && absolute[length - 1] != '\\') absolute[length++] = '/';
   }
   if (length + text.size() >= sizeof absolute) return false;
   std::memcpy(absolute + length, text.data(), text.size());
@@ -145,6 +162,7 @@ void read_path(Option option, char (&path)[PATH_MAX], std::string_view fallback)
                  fallback.empty() ? "none" : fallback);
 }
 
+#if POOLALLOC_LINUX
 // POOLALLOC_PROFILE_SIGNAL: a signal's number, or its name with or without "SIG" (USR2).
 void read_signal() {
   const std::string_view text = find_variable(Option::kProfileSignal);
@@ -201,6 +219,7 @@ void keep_initial_stderr() {
   g_options.stats_inode = initial_stderr.st_ino;
   g_options.stats_fd = duplicate_stderr_high();
 }
+#endif
 
 // Every POOLALLOC_* variable that is a likely misspelling of an option (misspelt_option), with
 // the option it most likely meant; after kMostShown of them, one line counts the rest. Other
@@ -254,6 +273,7 @@ void report_debug_line(OutputBuffer& out, Option option, const detail::Message& 
   }
 }
 
+#if POOLALLOC_LINUX
 // The heap profile's options (docs/profiling.md).
 void report_profile_options(OutputBuffer& out) {
   detail::Message value;
@@ -297,12 +317,15 @@ void report_tag_csv_options(OutputBuffer& out) {
   value << std::uint64_t{g_options.tag_csv_ms} << " ms";
   report_line(out, Option::kTagCsvMs, value, default_note(Option::kTagCsvMs));
 }
+#endif
 
 }  // namespace
 
 bool read_options() {
   if (environ == nullptr) return false;
+#if POOLALLOC_LINUX
   if (getauxval(AT_SECURE) != 0) return true;
+#endif
   const detail::NoCancellation whole_reports;  // the library may be loaded by any thread
   read_size(Option::kMaxPooled, 0, kLargestClassSize, "a size from 0 to 32768",
             g_options.max_pooled);
@@ -317,8 +340,11 @@ bool read_options() {
   read_path(Option::kStatsFile, g_options.stats_path, "");
   read_flag(Option::kStats, "0", "1", g_options.stats);
   if (g_options.stats_path[0] != '\0') g_options.stats = true;
+#if POOLALLOC_LINUX
   if (g_options.stats) keep_initial_stderr();
+#endif
   read_flag(Option::kLeaks, "0", "1", g_options.leak_report);
+#if POOLALLOC_LINUX  // the heap profile and the tags' CSV are Linux's (platform.hpp)
   read_flag(Option::kProfile, "0", "1", g_options.profile);
   read_size(Option::kProfileSample, 1, std::size_t{1} << 40, "a size from 1 to 1T, such as 512K",
             g_options.profile_sample);
@@ -335,6 +361,7 @@ bool read_options() {
   read_path(Option::kTagCsv, g_options.tag_csv_path, "");
   read_size(Option::kTagCsvMs, 1, std::size_t{3600} * 1000, "milliseconds from 1 to 3600000",
             g_options.tag_csv_ms, true);
+#endif
   bool report_only = !g_options.abort_on_error;
   read_flag(Option::kOnError, "abort", "report", report_only);
   g_options.abort_on_error = !report_only;
@@ -377,8 +404,10 @@ void report_options(bool debug_build) {
   value = {};
   append_exact_bytes(value, g_options.region_size);
   report_line(out, Option::kRegionSize, value, default_note(Option::kRegionSize));
+#if POOLALLOC_LINUX
   report_profile_options(out);
   report_tag_csv_options(out);
+#endif
   value = {};
   value << (g_options.abort_on_error ? "abort" : "report");
   report_debug_line(out, Option::kOnError, value, debug_build);

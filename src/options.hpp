@@ -4,8 +4,8 @@
 // POOLALLOC_* name is left alone.
 #pragma once
 
-#include <linux/limits.h>
 #include <sys/types.h>
+#include <climits>  // PATH_MAX
 
 #include <cstddef>
 #include <cstdint>

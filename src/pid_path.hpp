@@ -2,7 +2,7 @@
 // "%p" replaced by its id, "%%" by "%".
 #pragma once
 
-#include <linux/limits.h>
+#include <climits>  // PATH_MAX
 
 #include <cstdint>
 #include <cstring>

@@ -87,6 +87,7 @@ Layout layout_of(std::size_t spans) {
 // nothing left mapped, if a part of it is taken.
 bool place_at(std::uintptr_t start, std::size_t spans) {
   const Layout layout = layout_of(spans);
+  if (!os_reserve(start, layout.window)) return false;
   g_span_records = {start, 0, layout.span_records};
   g_bitmaps = {start + layout.span_records, 0, layout.bitmaps};
   g_blocks = {start + layout.metadata, 0, spans << kSpanShift};
@@ -95,6 +96,7 @@ bool place_at(std::uintptr_t start, std::size_t spans) {
   g_span_records.unmap_all();
   g_bitmaps.unmap_all();
   g_blocks.unmap_all();
+  os_unreserve(start, layout.window);
   return false;
 }
 

@@ -1,10 +1,18 @@
 #include "stats.hpp"
 
 #include <fcntl.h>
-#include <linux/limits.h>
+#include <sys/stat.h>
+
+#include <climits>  // PATH_MAX
+
+#include "platform.hpp"
+
+#if POOLALLOC_LINUX
 #include <pthread.h>
 #include <signal.h>
-#include <sys/stat.h>
+#else
+#include <io.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -93,7 +101,8 @@ void take_snapshot(Snapshot& snapshot) {
 
 // While the table is written: no cancellation (detail::NoCancellation), and no SIGPIPE for a
 // reader that has gone: the signal is blocked, and one that the writing raised is taken back
-// before it is unblocked.
+// before it is unblocked. (Windows has no SIGPIPE: a write to a closed pipe fails.)
+#if POOLALLOC_LINUX
 class QuietOutput {
  public:
   QuietOutput() : saved_errno_(errno) {
@@ -128,6 +137,18 @@ class QuietOutput {
   sigset_t old_mask_;
   bool was_pending_ = false;
 };
+#else
+class QuietOutput {
+ public:
+  QuietOutput() : saved_errno_(errno) {}
+  ~QuietOutput() { errno = saved_errno_; }
+  QuietOutput(const QuietOutput&) = delete;
+  QuietOutput& operator=(const QuietOutput&) = delete;
+
+ private:
+  int saved_errno_;
+};
+#endif
 
 // One row of a table, each figure right-aligned in its column.
 template <std::size_t kColumns, class... Write>
@@ -240,6 +261,7 @@ void print_table(int fd) {
   out.flush();
 }
 
+#if POOLALLOC_LINUX
 // Whether fd is open on the file that stderr was when the options were read.
 bool refers_to_initial_stderr(int fd) {
   struct stat now {};
@@ -255,6 +277,36 @@ int initial_stderr() {
   if (refers_to_initial_stderr(g_options.stats_fd)) return g_options.stats_fd;
   return -1;
 }
+#else
+// Windows: stderr as it is at exit (options.cpp keeps no copy of it).
+int initial_stderr() {
+  return 2;
+}
+#endif
+
+// The statistics file, opened for appending; -1 with errno when it cannot be.
+int open_stats_file(const char* path) {
+#if POOLALLOC_LINUX
+  // O_NONBLOCK: a FIFO that nobody reads fails at once (ENXIO) instead of holding up the
+  // exit; the writes block as usual.
+  const int fd =
+      open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+  if (fd >= 0) fcntl(fd, F_SETFL, O_APPEND);
+  return fd;
+#else
+  return _open(path, _O_WRONLY | _O_APPEND | _O_CREAT | _O_BINARY | _O_NOINHERIT,
+               _S_IREAD | _S_IWRITE);
+#endif
+}
+
+// The text of errno's `error`.
+const char* error_text(int error) {
+#if POOLALLOC_LINUX
+  return strerrordesc_np(error);
+#else
+  return std::strerror(error);
+#endif
+}
 
 // The table into the statistics file, opened for it alone and appended to: processes that
 // share a path write one table after the other. A file that cannot be written is said in one
@@ -264,12 +316,8 @@ void print_to_stats_file() {
   const bool expanded = expand_pid_path(g_options.stats_path, path);
   int error = ENAMETOOLONG;
   if (expanded) {
-    // O_NONBLOCK: a FIFO that nobody reads fails at once (ENXIO) instead of holding up the
-    // exit; the writes block as usual.
-    const int fd =
-        open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+    const int fd = open_stats_file(path);
     if (fd >= 0) {
-      fcntl(fd, F_SETFL, O_APPEND);
       OutputBuffer out(fd);
       print_snapshot(out);
       const bool written = out.flush();
@@ -285,13 +333,14 @@ void print_to_stats_file() {
   detail::Message message;
   message << "poolalloc: cannot write the statistics to ";
   append_shown(message, expanded ? path : g_options.stats_path, 200);
-  const char* reason = strerrordesc_np(error);
+  const char* reason = error_text(error);
   message << ": " << (reason != nullptr ? reason : "error") << "\n";
   OutputBuffer out(fd);
   out << message;
   out.flush();
 }
 
+#if POOLALLOC_LINUX
 // The large blocks that wait in the cache (large_blocks.hpp) are chunks in use to glibc, and free
 // memory to the program, as glibc's own free chunks are: glibc's figures count them free. Their
 // chunks' bytes, at most the `in_use` glibc counts (the two are read apart while other threads
@@ -307,6 +356,7 @@ CachedChunks cached_chunks(std::size_t in_use) {
 int saturated(std::size_t value) {
   return value > static_cast<std::size_t>(INT_MAX) ? INT_MAX : static_cast<int>(value);
 }
+#endif
 
 }  // namespace
 
@@ -315,6 +365,7 @@ void print_stats(int fd) {
   print_table(fd);
 }
 
+#if POOLALLOC_LINUX
 void print_malloc_stats() {
   const QuietOutput quiet;
   print_table(STDERR_FILENO);
@@ -323,6 +374,7 @@ void print_malloc_stats() {
   release_large_blocks();
   system_malloc_stats();
 }
+#endif
 
 void print_stats_at_exit() {
   if (!g_options.stats) return;
@@ -362,6 +414,7 @@ bool collect_tag_stats(int id, poolalloc_tag_stats& out) {
   return true;
 }
 
+#if POOLALLOC_LINUX
 struct mallinfo2 pooled_mallinfo2() {
   // The pools' figures added to glibc's for what was forwarded to it.
   struct mallinfo2 info = system_mallinfo2();
@@ -497,5 +550,6 @@ int pooled_malloc_info(int options, FILE* stream) {
           aspace + held, mprotect + held);
   return ferror(stream) ? -1 : 0;
 }
+#endif
 
 }  // namespace poolalloc::internal

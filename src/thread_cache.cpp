@@ -1,7 +1,5 @@
 #include "thread_cache.hpp"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -51,7 +49,6 @@ std::atomic<std::uint64_t> g_uncached_requests[kBinCount] = {};
 // In a child of fork(): the blocks left in the bins of the parent's other threads, which no
 // thread will take again. They were freed: the statistics count them as cached, not live.
 std::uint64_t g_abandoned[kBinCount] = {};
-pthread_key_t g_exit_key;
 
 // Whether bin `bin` of the cache has slots (its tag's TagBins); a bin without is all nullptr.
 bool has_slots(const ThreadCache& cache, unsigned bin) {
@@ -348,6 +345,12 @@ void flush_cache(ThreadCache& cache) {
 
 void on_thread_exit(void* data) {
   auto* cache = static_cast<ThreadCache*>(data);
+  // Not this thread's cache: on Windows a fiber's callback runs on the thread that deletes the
+  // fiber (os.hpp), and the cache's owner may still use it (its own exit flushes it). The owner
+  // is known by its thread id, or by t_cache in a child of fork(), whose thread has another id
+  // than its parent's (on Windows, t_cache may read as a fresh copy by now: mingw-w64's emulated
+  // thread-local storage frees a thread's copy at the thread's exit before the callback runs).
+  if (cache->owner_tid != os_thread_id() && cache != t_cache) return;
   {
     OwnerGuard owner(*cache);
     flush_cache(*cache);
@@ -430,12 +433,12 @@ ThreadCache* own_thread_cache(bool wait_for_fork) {
   t_cache = cache;
   // Registers the exit flush. For keys past the first 32 glibc allocates here; the cache is
   // already in place to serve that allocation.
-  pthread_setspecific(g_exit_key, cache);
+  os_set_thread_exit_value(cache);
   return cache;
 }
 
 void init_thread_caches() {
-  pthread_key_create(&g_exit_key, on_thread_exit);
+  os_on_thread_exit(on_thread_exit);
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define POOLALLOC_UNDER_TSAN 1

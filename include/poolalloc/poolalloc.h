@@ -17,6 +17,18 @@
 extern "C" {
 #endif
 
+/* The allocation functions under poolalloc's names, for an engine that routes its own allocator
+ * interface to poolalloc: on Linux the same functions as malloc, free, realloc, aligned_alloc
+ * and malloc_usable_size, with glibc's semantics; on Windows, where the C runtime keeps its
+ * malloc, the way in to the pools from C (docs/windows.md). A block from any of them may be
+ * given to any other, and to operator delete; poolalloc_free and poolalloc_realloc also take the
+ * blocks of the C runtime's malloc (strdup's, on Windows too). */
+void* poolalloc_malloc(size_t size);
+void poolalloc_free(void* p);
+void* poolalloc_realloc(void* p, size_t size);
+void* poolalloc_aligned_alloc(size_t alignment, size_t size);
+size_t poolalloc_usable_size(void* p);
+
 /* The version of the library the program runs with, such as "0.2.0": the
  * POOLALLOC_VERSION_STRING it was built from, which may differ from the header's. */
 const char* poolalloc_version(void);
@@ -49,7 +61,8 @@ struct poolalloc_stats {
 /* Fills *stats; returns 0, or -1 when stats is NULL. */
 int poolalloc_get_stats(struct poolalloc_stats* stats);
 
-/* The heap profile (docs/profiling.md): a sample of the allocations, one in about every
+/* The heap profile (docs/profiling.md), Linux only (on Windows both return -1 with errno ENOSYS):
+ * a sample of the allocations, one in about every
  * mean_bytes bytes allocated, with their call stacks, written in pprof's format.
  * poolalloc_profile_sample sets the mean and turns sampling on, or off with 0 (off by default;
  * POOLALLOC_PROFILE=1 starts it at POOLALLOC_PROFILE_SAMPLE, 512 KiB by default). Returns 0, or

@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -20,6 +21,8 @@ namespace {
 
 constexpr int kNoReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
+pthread_key_t g_thread_exit_key;
+
 void* mapped_or_null(void* p) {
   return p == MAP_FAILED ? nullptr : p;
 }
@@ -36,6 +39,12 @@ void* os_map(std::size_t bytes) {
   return mapped_or_null(
       mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
 }
+
+bool os_reserve(std::uintptr_t, std::size_t) {
+  return true;
+}
+
+void os_unreserve(std::uintptr_t, std::size_t) {}
 
 void* os_map_noreserve_at(std::uintptr_t address, std::size_t bytes) {
   void* const wanted = reinterpret_cast<void*>(address);
@@ -168,6 +177,14 @@ int os_thread_count() {
   return static_cast<int>(task.st_nlink - 2);
 }
 
+bool os_on_thread_exit(void (*callback)(void*)) {
+  return pthread_key_create(&g_thread_exit_key, callback) == 0;
+}
+
+void os_set_thread_exit_value(void* value) {
+  pthread_setspecific(g_thread_exit_key, value);
+}
+
 bool os_thread_exited(int pid, int tid) {
   return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
 }
@@ -176,14 +193,6 @@ bool os_thread_exited(int pid, int tid) {
 // long working directory). The kernel names an unreachable one "(unreachable)...".
 bool os_working_directory(char* path, std::size_t capacity) {
   return syscall(SYS_getcwd, path, capacity) > 0 && path[0] == '/';
-}
-
-std::uint64_t mix_bits(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9u;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebu;
-  return x ^ (x >> 31);
 }
 
 std::uint64_t os_random_bits() {

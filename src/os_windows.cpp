@@ -1,0 +1,210 @@
+// The OS layer on Windows (os.hpp): Win32's calls in place of Linux's. Memory is reserved and
+// committed with VirtualAlloc; waits are WaitOnAddress's; a thread's exit reaches the allocator
+// through a fiber-local storage slot's callback; the barrier in every thread is
+// FlushProcessWriteBuffers. errno carries the reason of a failure, as on Linux.
+#ifndef _WIN32_WINNT
+#define _WIN32_WINNT 0x0A00  // Windows 10: WaitOnAddress, GetSystemTimePreciseAsFileTime
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+// After windows.h, which they need.
+#include <ntsecapi.h>  // RtlGenRandom
+#include <psapi.h>     // QueryWorkingSetEx
+
+#include <cerrno>
+#include <cstring>
+
+#include "os.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+// The fiber-local storage slot whose callback runs at each thread's exit (os_on_thread_exit).
+constinit DWORD g_thread_exit_slot = FLS_OUT_OF_INDEXES;
+using ThreadExitCallback = void (*)(void*);
+constinit ThreadExitCallback g_thread_exit_callback = nullptr;
+
+void WINAPI run_thread_exit_callback(void* value) {
+  if (value != nullptr) g_thread_exit_callback(value);
+}
+
+void* committed_or_null(void* p) {
+  if (p == nullptr) errno = ENOMEM;
+  return p;
+}
+
+}  // namespace
+
+void* os_map(std::size_t bytes) {
+  return committed_or_null(VirtualAlloc(nullptr, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE));
+}
+
+bool os_reserve(std::uintptr_t address, std::size_t bytes) {
+  if (VirtualAlloc(reinterpret_cast<void*>(address), bytes, MEM_RESERVE, PAGE_NOACCESS) != nullptr)
+    return true;
+  errno = GetLastError() == ERROR_INVALID_ADDRESS ? EEXIST : ENOMEM;
+  return false;
+}
+
+void os_unreserve(std::uintptr_t address, std::size_t) {
+  // Fails, harmlessly, where os_unmap released the window already (below).
+  VirtualFree(reinterpret_cast<void*>(address), 0, MEM_RELEASE);
+}
+
+// Commits pages inside the window os_reserve set aside: the commit charge grows (Windows does
+// not overcommit), the pages cost memory only once touched.
+void* os_map_noreserve_at(std::uintptr_t address, std::size_t bytes) {
+  return committed_or_null(
+      VirtualAlloc(reinterpret_cast<void*>(address), bytes, MEM_COMMIT, PAGE_READWRITE));
+}
+
+void* os_map_noreserve(std::size_t bytes) {
+  return os_map(bytes);
+}
+
+// A mapping of its own (its start is where its allocation begins) is released whole; a part of
+// the region's window is decommitted. The window's first part starts where the window does, so
+// unmapping it releases the whole window: os_unreserve then finds nothing left to release.
+void os_unmap(void* start, std::size_t bytes) {
+  MEMORY_BASIC_INFORMATION info{};
+  if (VirtualQuery(start, &info, sizeof info) == 0) return;
+  if (info.AllocationBase == start) {
+    VirtualFree(start, 0, MEM_RELEASE);
+  } else {
+    VirtualFree(start, bytes, MEM_DECOMMIT);
+  }
+}
+
+// Windows has no mremap: a new mapping, the contents copied, the old one released.
+void* os_remap(void* start, std::size_t old_bytes, std::size_t new_bytes) {
+  void* moved = os_map(new_bytes);
+  if (moved == nullptr) return nullptr;
+  std::memcpy(moved, start, old_bytes < new_bytes ? old_bytes : new_bytes);
+  os_unmap(start, old_bytes);
+  return moved;
+}
+
+// Decommitted and committed again: the pages leave the working set and read as zeros at their
+// next touch, as after madvise(MADV_DONTNEED). (DiscardVirtualMemory and MEM_RESET are one call,
+// but leave the pages' contents undefined, and a span's bitmap page must read as zeros.) Between
+// the two calls the pages are inaccessible: nothing reads them then but a double free of one of
+// their blocks from another thread, a program's mistake that then faults.
+void os_decommit(void* start, std::size_t bytes) {
+  if (VirtualFree(start, bytes, MEM_DECOMMIT))
+    VirtualAlloc(start, bytes, MEM_COMMIT, PAGE_READWRITE);
+}
+
+std::size_t os_resident_bytes(const void* start, std::size_t bytes) {
+  constexpr std::size_t kChunkPages = 256;
+  PSAPI_WORKING_SET_EX_INFORMATION pages[kChunkPages];
+  std::size_t resident = 0;
+  const auto address = reinterpret_cast<std::uintptr_t>(start);
+  const std::size_t total_pages = (bytes + kPageSize - 1) / kPageSize;
+  for (std::size_t done = 0; done < total_pages; done += kChunkPages) {
+    const std::size_t count = total_pages - done < kChunkPages ? total_pages - done : kChunkPages;
+    for (std::size_t i = 0; i < count; ++i)
+      pages[i].VirtualAddress = reinterpret_cast<void*>(address + (done + i) * kPageSize);
+    if (!QueryWorkingSetEx(GetCurrentProcess(), pages,
+                           static_cast<DWORD>(count * sizeof(PSAPI_WORKING_SET_EX_INFORMATION))))
+      return resident;
+    for (std::size_t i = 0; i < count; ++i)
+      resident += pages[i].VirtualAttributes.Valid * kPageSize;
+  }
+  return resident;
+}
+
+void os_futex_wait(std::atomic<int>& word, int expected) {
+  static_assert(sizeof(std::atomic<int>) == sizeof(int));
+  WaitOnAddress(reinterpret_cast<volatile void*>(&word), &expected, sizeof expected, INFINITE);
+}
+
+void os_futex_wait_ms(std::atomic<int>& word, int expected, std::uint64_t ms) {
+  const DWORD timeout = ms < INFINITE ? static_cast<DWORD>(ms) : INFINITE - 1;
+  WaitOnAddress(reinterpret_cast<volatile void*>(&word), &expected, sizeof expected, timeout);
+}
+
+void os_futex_wake(std::atomic<int>& word, int waiters) {
+  if (waiters == 1) {
+    WakeByAddressSingle(reinterpret_cast<void*>(&word));
+  } else {
+    WakeByAddressAll(reinterpret_cast<void*>(&word));
+  }
+}
+
+std::uint64_t os_clock_ms() {
+  return GetTickCount64();
+}
+
+// FILETIME counts 100 ns from 1601-01-01, 11,644,473,600 s before the Unix epoch.
+std::int64_t os_wall_clock_ns() {
+  FILETIME now{};
+  GetSystemTimePreciseAsFileTime(&now);
+  const std::int64_t ticks =
+      static_cast<std::int64_t>((std::uint64_t{now.dwHighDateTime} << 32) | now.dwLowDateTime);
+  return (ticks - std::int64_t{116444736000000000}) * 100;
+}
+
+void os_sleep_ms(std::uint64_t ms) {
+  Sleep(ms < INFINITE ? static_cast<DWORD>(ms) : INFINITE - 1);
+}
+
+void os_yield() {
+  SwitchToThread();
+}
+
+bool os_membarrier_register() {
+  return true;
+}
+
+bool os_membarrier() {
+  FlushProcessWriteBuffers();
+  return true;
+}
+
+int os_process_id() {
+  return static_cast<int>(GetCurrentProcessId());
+}
+
+int os_thread_id() {
+  return static_cast<int>(GetCurrentThreadId());
+}
+
+// A thread's object stays signalled while a handle to it is open; without one the id names no
+// thread (or, reused, a live one: its cache is then kept, as on Linux).
+bool os_thread_exited(int, int tid) {
+  HANDLE thread = OpenThread(SYNCHRONIZE, FALSE, static_cast<DWORD>(tid));
+  if (thread == nullptr) return GetLastError() == ERROR_INVALID_PARAMETER;
+  const bool exited = WaitForSingleObject(thread, 0) == WAIT_OBJECT_0;
+  CloseHandle(thread);
+  return exited;
+}
+
+bool os_on_thread_exit(void (*callback)(void*)) {
+  g_thread_exit_callback = callback;
+  g_thread_exit_slot = FlsAlloc(run_thread_exit_callback);
+  return g_thread_exit_slot != FLS_OUT_OF_INDEXES;
+}
+
+void os_set_thread_exit_value(void* value) {
+  if (g_thread_exit_slot != FLS_OUT_OF_INDEXES) FlsSetValue(g_thread_exit_slot, value);
+}
+
+// ANSI, with '/' and '\' both separators; a path that does not fit is refused.
+bool os_working_directory(char* path, std::size_t capacity) {
+  const DWORD length = GetCurrentDirectoryA(static_cast<DWORD>(capacity), path);
+  return length > 0 && length < capacity;
+}
+
+std::uint64_t os_random_bits() {
+  std::uint64_t bits = 0;
+  if (RtlGenRandom(&bits, sizeof bits)) return bits;
+  // Not expected: the clock and the stack's randomised address, mixed.
+  LARGE_INTEGER now{};
+  QueryPerformanceCounter(&now);
+  return mix_bits(static_cast<std::uint64_t>(now.QuadPart)) ^
+         mix_bits(reinterpret_cast<std::uintptr_t>(&now));
+}
+
+}  // namespace poolalloc::internal

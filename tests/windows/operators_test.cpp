@@ -1,0 +1,139 @@
+// libpoolalloc.a linked into a Windows program (mingw-w64, run under wine): every form of
+// operator new and delete is the pools', the C API serves and takes blocks, blocks of the C
+// runtime reach poolalloc_free and delete safely, and a pointer that neither handed out is
+// reported.
+#include <gtest/gtest.h>
+#include <poolalloc/poolalloc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace {
+
+// The pointer, hidden from the compiler's checks of mismatched and non-heap deletes: these tests
+// make those mistakes on purpose.
+void* opaque(void* p) {
+  static void* volatile passed;
+  passed = p;
+  return passed;
+}
+
+TEST(WindowsOperators, EveryFormOfOperatorNewIsServedByThePools) {
+  void* plain = ::operator new(64);
+  void* array = ::operator new[](64);
+  void* nothrow = ::operator new(64, std::nothrow);
+  void* nothrow_array = ::operator new[](64, std::nothrow);
+  void* aligned = ::operator new (64, std::align_val_t{64});
+  void* aligned_array = ::operator new[](64, std::align_val_t{64});
+  void* aligned_nothrow = ::operator new (64, std::align_val_t{64}, std::nothrow);
+  void* aligned_nothrow_array = ::operator new[](64, std::align_val_t{64}, std::nothrow);
+  for (void* p : {plain, array, nothrow, nothrow_array, aligned, aligned_array, aligned_nothrow,
+                  aligned_nothrow_array})
+    EXPECT_TRUE(poolalloc_owns(p)) << p;
+  for (void* p : {aligned, aligned_array, aligned_nothrow, aligned_nothrow_array})
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+  poolalloc_stats before{};
+  ASSERT_EQ(poolalloc_get_stats(&before), 0);
+  ::operator delete(plain, 64);
+  ::operator delete[](array, 64);
+  ::operator delete(nothrow, std::nothrow);
+  ::operator delete[](nothrow_array, std::nothrow);
+  ::operator delete (aligned, 64, std::align_val_t{64});
+  ::operator delete[](aligned_array, std::align_val_t{64});
+  ::operator delete (aligned_nothrow, std::align_val_t{64}, std::nothrow);
+  ::operator delete[](aligned_nothrow_array, std::align_val_t{64}, std::nothrow);
+  poolalloc_stats after{};
+  ASSERT_EQ(poolalloc_get_stats(&after), 0);
+  EXPECT_EQ(after.pooled_frees - before.pooled_frees, 8u);
+}
+
+TEST(WindowsOperators, ANewExpressionOfTheProgramIsServedByThePools) {
+  struct Monster {
+    float x = 0, y = 0;
+    int health = 100;
+  };
+  auto* monster = new Monster;
+  EXPECT_TRUE(poolalloc_owns(monster));
+  delete monster;
+}
+
+TEST(WindowsOperators, AFailedOperatorNewThrowsBadAlloc) {
+  EXPECT_THROW(static_cast<void>(::operator new (std::size_t{1} << 62)), std::bad_alloc);
+  EXPECT_EQ(::operator new (std::size_t{1} << 62, std::nothrow), nullptr);
+}
+
+TEST(WindowsCApi, TheCApiServesAndTakesBlocks) {
+  void* small = poolalloc_malloc(100);
+  EXPECT_TRUE(poolalloc_owns(small));
+  EXPECT_GE(poolalloc_usable_size(small), 100u);
+  std::memset(small, 7, 100);
+  void* grown = poolalloc_realloc(small, 1000);
+  ASSERT_NE(grown, nullptr);
+  EXPECT_EQ(static_cast<unsigned char*>(grown)[99], 7);
+  void* aligned = poolalloc_aligned_alloc(4096, 4096);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(aligned) % 4096, 0u);
+  EXPECT_TRUE(poolalloc_owns(aligned));
+  poolalloc_free(grown);
+  poolalloc_free(aligned);
+  poolalloc_free(nullptr);
+  EXPECT_EQ(poolalloc_realloc(poolalloc_malloc(8), 0), nullptr);  // freed, as glibc does
+}
+
+TEST(WindowsCApi, BlocksAboveThePoolsComeFromTheCRuntimesHeap) {
+  void* large = poolalloc_malloc(1 << 20);
+  ASSERT_NE(large, nullptr);
+  EXPECT_FALSE(poolalloc_owns(large));
+  EXPECT_GE(poolalloc_usable_size(large), std::size_t{1} << 20);
+  void* aligned_large = poolalloc_aligned_alloc(1 << 16, 1 << 20);
+  ASSERT_NE(aligned_large, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(aligned_large) % (1 << 16), 0u);
+  EXPECT_GE(poolalloc_usable_size(aligned_large), std::size_t{1} << 20);
+  void* moved = poolalloc_realloc(aligned_large, 2 << 20);
+  ASSERT_NE(moved, nullptr);
+  poolalloc_free(moved);
+  poolalloc_free(large);
+}
+
+TEST(WindowsCApi, ABlockOfTheCRuntimesMallocCanBeGivenToPoolallocFreeAndDelete) {
+  char* copy = strdup("a string the C runtime allocated");
+  EXPECT_FALSE(poolalloc_owns(copy));
+  EXPECT_GE(poolalloc_usable_size(copy), std::strlen(copy) + 1);
+  poolalloc_free(copy);
+  char* grown = static_cast<char*>(poolalloc_realloc(strdup("grow me"), 100000));
+  ASSERT_NE(grown, nullptr);
+  EXPECT_STREQ(grown, "grow me");
+  poolalloc_free(grown);
+  ::operator delete(opaque(std::malloc(32)));
+}
+
+TEST(WindowsCApiDeathTest, APointerNeitherThePoolsNorTheCRuntimeHandedOutIsReported) {
+  static char not_a_block[64];
+  EXPECT_DEATH(poolalloc_free(opaque(not_a_block + 16)),
+               "poolalloc: free\\(\\w+\\): not a block: neither the pools nor the C runtime's "
+               "heap handed it out");
+  EXPECT_DEATH(::operator delete(opaque(not_a_block + 32)), "not a block");
+}
+
+TEST(WindowsCApiDeathTest, AnInteriorPointerIntoThePoolsIsReported) {
+  char* block = static_cast<char*>(poolalloc_malloc(64));
+  EXPECT_DEATH(poolalloc_free(block + 16), "16 bytes into the 64-byte block");
+  poolalloc_free(block);
+}
+
+TEST(WindowsCApiDeathTest, ADoubleFreeIsReported) {
+  void* block = poolalloc_malloc(64);
+  poolalloc_free(block);
+  EXPECT_DEATH(poolalloc_free(block), "double free of the 64-byte block");
+}
+
+TEST(WindowsStats, ThePrintedTableCountsThePooledRequests) {
+  poolalloc_stats stats{};
+  ASSERT_EQ(poolalloc_get_stats(&stats), 0);
+  EXPECT_GT(stats.pooled_requests, 0u);
+  EXPECT_GE(stats.thread_caches, 1u);
+  EXPECT_EQ(poolalloc_get_stats(nullptr), -1);
+  EXPECT_STREQ(poolalloc_version(), POOLALLOC_VERSION_STRING);
+}
+
+}  // namespace

@@ -1,0 +1,143 @@
+// Threads of every kind Windows has, on libpoolalloc.a (mingw-w64, run under wine), at the
+// default options: 64 threads that free each other's blocks and exit holding cached ones; threads
+// of CreateThread that never call into the C++ runtime, of _beginthreadex, ended by ExitThread;
+// and a thread ended by TerminateThread, whose cache no exit callback flushes.
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <process.h>
+#include <windows.h>
+
+#include <gtest/gtest.h>
+#include <poolalloc/poolalloc.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::uint64_t live_caches() {
+  poolalloc_stats stats{};
+  poolalloc_get_stats(&stats);
+  return stats.thread_caches;
+}
+
+std::uint64_t pooled_live() {
+  poolalloc_stats stats{};
+  poolalloc_get_stats(&stats);
+  return stats.pooled_live;
+}
+
+// 64 threads each allocate blocks of random sizes, hand half of them to the next thread through
+// a slot each, free the ones the previous thread handed them, and exit with blocks in their
+// caches: afterwards every block is back and every cache is gone.
+TEST(WindowsThreads, SixtyFourThreadsFreeEachOthersBlocksAndExitHoldingCachedOnes) {
+  constexpr int kThreads = 64;
+  constexpr int kBlocks = 2000;
+  const std::uint32_t seed = 27;
+  std::printf("seed %u\n", seed);
+  const std::uint64_t caches_before = live_caches();
+  const std::uint64_t live_before = pooled_live();
+  {  // the test's own vectors are gone before the counts are read
+    std::vector<std::vector<void*>> handed(kThreads);
+    std::atomic<int> allocated{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937 random(seed + t);
+        std::vector<void*> mine;
+        for (int i = 0; i < kBlocks; ++i) {
+          void* p = ::operator new(16 + random() % 2000);
+          static_cast<char*>(p)[0] = static_cast<char>(t);
+          (i % 2 == 0 ? handed[t] : mine).push_back(p);
+        }
+        for (void* p : mine) ::operator delete(p);  // these stay in the thread's cache, partly
+        allocated.fetch_add(1);
+        while (allocated.load() < kThreads) std::this_thread::yield();
+        for (void* p : handed[(t + 1) % kThreads]) ::operator delete(p);  // another thread's
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+  }
+  EXPECT_EQ(pooled_live(), live_before);
+  EXPECT_EQ(live_caches(), caches_before);
+}
+
+DWORD WINAPI allocate_without_the_cxx_runtime(void* out) {
+  void* p = poolalloc_malloc(48);
+  *static_cast<void**>(out) = p;
+  return poolalloc_owns(p) ? 0 : 1;
+}
+
+TEST(WindowsThreads, AThreadOfCreateThreadThatNeverCallsTheCxxRuntimeGivesItsCacheBackAtExit) {
+  const std::uint64_t caches_before = live_caches();
+  void* block = nullptr;
+  HANDLE thread = CreateThread(nullptr, 0, allocate_without_the_cxx_runtime, &block, 0, nullptr);
+  ASSERT_NE(thread, nullptr);
+  WaitForSingleObject(thread, INFINITE);
+  DWORD code = 2;
+  GetExitCodeThread(thread, &code);
+  CloseHandle(thread);
+  EXPECT_EQ(code, 0u);
+  EXPECT_EQ(live_caches(), caches_before);
+  poolalloc_free(block);
+}
+
+unsigned __stdcall allocate_and_end_thread(void* how) {
+  void* kept = poolalloc_malloc(96);
+  poolalloc_free(kept);  // in the thread's cache
+  if (how != nullptr) ExitThread(0);
+  _endthreadex(0);
+  return 0;
+}
+
+TEST(WindowsThreads, ThreadsOfBeginthreadexEndedByExitThreadOrEndthreadexGiveTheirCachesBack) {
+  const std::uint64_t caches_before = live_caches();
+  const std::uint64_t live_before = pooled_live();
+  int exit_thread = 1;
+  for (void* how : {static_cast<void*>(nullptr), static_cast<void*>(&exit_thread)}) {
+    auto thread = reinterpret_cast<HANDLE>(
+        _beginthreadex(nullptr, 0, allocate_and_end_thread, how, 0, nullptr));
+    ASSERT_NE(thread, nullptr);
+    WaitForSingleObject(thread, INFINITE);
+    CloseHandle(thread);
+  }
+  EXPECT_EQ(live_caches(), caches_before);
+  EXPECT_EQ(pooled_live(), live_before);
+}
+
+DWORD WINAPI allocate_and_wait(void* ready) {
+  void* kept = poolalloc_malloc(112);
+  poolalloc_free(kept);  // in the thread's cache, which no exit callback will flush
+  SetEvent(static_cast<HANDLE>(ready));
+  Sleep(INFINITE);
+  return 0;
+}
+
+// No callback runs for a thread that TerminateThread ends: its cache stays registered until a
+// decay step finds its thread gone (os_thread_exited) and flushes it. malloc_trim is not on
+// Windows, so the steps that this thread's own calls run are waited for.
+TEST(WindowsThreads, ACacheOfAThreadEndedByTerminateThreadIsReapedByALaterDecayStep) {
+  const std::uint64_t caches_before = live_caches();
+  HANDLE ready = CreateEventA(nullptr, TRUE, FALSE, nullptr);
+  HANDLE thread = CreateThread(nullptr, 0, allocate_and_wait, ready, 0, nullptr);
+  WaitForSingleObject(ready, INFINITE);
+  EXPECT_EQ(live_caches(), caches_before + 1);
+  TerminateThread(thread, 0);
+  WaitForSingleObject(thread, INFINITE);
+  CloseHandle(thread);
+  CloseHandle(ready);
+  // Decay steps run on this thread's calls, once a step interval (a third of a second) passed.
+  const ULONGLONG deadline = GetTickCount64() + 10000;
+  while (live_caches() != caches_before && GetTickCount64() < deadline) {
+    for (int i = 0; i < 100000; ++i) poolalloc_free(poolalloc_malloc(64));
+    SwitchToThread();
+  }
+  EXPECT_EQ(live_caches(), caches_before);
+}
+
+}  // namespace
