@@ -6,17 +6,6 @@
 
 namespace stack_walk_shapes {
 
-// The volatile stores after each call keep it from being a tail call, which would leave no frame.
-[[gnu::noinline]] void o2_chain(int depth, Probe probe) {
-  volatile int keep = depth;
-  if (depth == 0) {
-    probe();
-  } else {
-    o2_chain(depth - 1, probe);
-  }
-  keep = keep + 1;
-}
-
 [[gnu::noinline]] void o2_leaf_caller(Probe probe) {
   probe();
   asm volatile("");  // no tail call
