@@ -1,5 +1,7 @@
 #include "block_registry.hpp"
 
+#include <bit>
+
 #include "os.hpp"
 
 namespace poolalloc::internal {
@@ -7,7 +9,7 @@ namespace poolalloc::internal {
 std::size_t BlockRegistry::slot_of(std::uintptr_t address) const {
   // Fibonacci hashing of the address without its always-zero low bits.
   return static_cast<std::size_t>(((address >> 4) * 0x9e3779b97f4a7c15ull) >>
-                                  (64 - __builtin_ctzll(capacity_)));
+                                  (64 - std::countr_zero(capacity_)));
 }
 
 bool BlockRegistry::resize(std::size_t capacity) {

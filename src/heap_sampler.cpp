@@ -4,6 +4,7 @@
 
 #include "heap_profile.hpp"
 #include "large_blocks.hpp"
+#include "platform.hpp"
 #include "sample_distance.hpp"
 #include "size_classes.hpp"
 #include "stack_capture.hpp"
@@ -16,7 +17,7 @@ namespace {
 // Set while this thread records a sample. A malloc meanwhile is served without a sample of its
 // own: libunwind allocates a thread's block of thread-local variables at the thread's first
 // capture (__tls_get_addr), and at a small mean each such malloc, sampled, would capture again.
-constinit __thread bool t_sampling __attribute__((tls_model("initial-exec"))) = false;
+constinit POOLALLOC_THREAD_LOCAL bool t_sampling = false;
 
 }  // namespace
 

@@ -40,6 +40,16 @@ inline constexpr bool kHeapProfile = POOLALLOC_LINUX;
 #define POOLALLOC_AT_LOAD(function) __attribute__((constructor)) void function()
 #endif
 
+// A thread-local variable. On ELF its model is initial-exec: the fast path reaches it with one
+// load from the thread pointer, never through __tls_get_addr (which may allocate).
+#if defined(_MSC_VER) && !defined(__clang__)
+#define POOLALLOC_THREAD_LOCAL __declspec(thread)
+#elif defined(__ELF__)
+#define POOLALLOC_THREAD_LOCAL __thread __attribute__((tls_model("initial-exec")))
+#else
+#define POOLALLOC_THREAD_LOCAL __thread
+#endif
+
 // What a shared library exports: every symbol is hidden but these (ELF). A Windows static
 // library has no such notion.
 #if defined(__ELF__)

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "frame_rule_cache.hpp"
+#include "platform.hpp"
 #include "process_maps.hpp"
 
 namespace poolalloc::internal {
@@ -10,11 +11,11 @@ namespace {
 
 // The calling thread's stack, [low, high): the readable mapping that held its stack pointer at
 // its last walk (0, 0 before its first).
-constinit __thread std::uintptr_t t_stack_low __attribute__((tls_model("initial-exec"))) = 0;
-constinit __thread std::uintptr_t t_stack_high __attribute__((tls_model("initial-exec"))) = 0;
+constinit POOLALLOC_THREAD_LOCAL std::uintptr_t t_stack_low = 0;
+constinit POOLALLOC_THREAD_LOCAL std::uintptr_t t_stack_high = 0;
 // Set when /proc/self/maps could not be read (no /proc in a chroot, a sandbox): the thread's
 // walks are handed over without trying again.
-constinit __thread bool t_no_maps __attribute__((tls_model("initial-exec"))) = false;
+constinit POOLALLOC_THREAD_LOCAL bool t_no_maps = false;
 
 // Finds the mapping that holds sp; false when none does or it cannot be read.
 bool find_stack(std::uintptr_t sp) {

@@ -5,6 +5,7 @@
 
 #include "bins.hpp"
 #include "lock.hpp"
+#include "platform.hpp"
 #include "tag_registry.hpp"
 
 namespace poolalloc::internal {
@@ -27,7 +28,7 @@ Lock g_budget_lock;
 constinit std::atomic<bool> g_calls_due{false};
 
 // The thread runs a callback: the calls that come due meanwhile wait for a later slow path.
-constinit __thread bool t_in_callback __attribute__((tls_model("initial-exec"))) = false;
+constinit POOLALLOC_THREAD_LOCAL bool t_in_callback = false;
 
 void note_crossing(unsigned tag) {
   Budget& budget = g_budgets[tag];

@@ -12,6 +12,7 @@
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os.hpp"
+#include "platform.hpp"
 #include "sample_distance.hpp"
 #include "span_carving.hpp"
 #include "tag_budgets.hpp"
@@ -20,13 +21,13 @@
 namespace poolalloc::internal {
 
 constinit ThreadCache g_empty_cache;
-constinit __thread ThreadCache* t_cache = &g_empty_cache;
+constinit POOLALLOC_THREAD_LOCAL ThreadCache* t_cache = &g_empty_cache;
 
 namespace {
 
 // A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
 // destructor again only a few times, then leak it. Its later calls go to the central lists.
-constinit __thread bool t_exited __attribute__((tls_model("initial-exec"))) = false;
+constinit POOLALLOC_THREAD_LOCAL bool t_exited = false;
 
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
 // followed by its untagged bins' slots (TagBins), about 72 KiB of address space of which a

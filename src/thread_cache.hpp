@@ -16,6 +16,7 @@
 #include "decay_requests.hpp"
 #include "free_block_marks.hpp"
 #include "lock.hpp"
+#include "platform.hpp"
 
 namespace poolalloc::internal {
 
@@ -291,7 +292,7 @@ extern ThreadCache g_empty_cache;
 
 // One pointer of initial-exec TLS: no __tls_get_addr call (which may itself malloc) and no
 // TLS wrapper function, whichever way the library is loaded or linked.
-extern __thread ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
+extern POOLALLOC_THREAD_LOCAL ThreadCache* t_cache;
 
 // Slow path of allocation: the bin of class `cls` of the thread's current tag is empty (or has
 // no slots yet: they are given it here). Refills it and returns a block, or nullptr when the
