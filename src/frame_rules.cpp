@@ -131,9 +131,9 @@ struct RegisterRule {
 struct Row {
   std::uint64_t cfa_register = kRsp;
   std::int64_t cfa_offset = 0;
-  bool cfa_other = false;  // an expression, or a register other than rsp and rbp
   RegisterRule rbp;
   RegisterRule ra;
+  bool cfa_other = false;  // an expression, or a register other than rsp and rbp
   bool rsp_ruled = false;  // a rule for rsp itself: not an ordinary frame
 };
 
