@@ -35,7 +35,10 @@ class FrameRuleCache {
         if (slot.key.load(std::memory_order_relaxed) == pc) return FrameRule::from_word(rule);
         break;
       }
-      if (key == kEmpty) break;  // slots are filled in probe order and never emptied
+      // Slots are filled in probe order and emptied only all at once (forget_all): an empty
+      // one ends the probe; a slot emptied under a concurrent write costs a miss, never a
+      // wrong rule.
+      if (key == kEmpty) break;
     }
     return fill(pc, home);
   }
