@@ -7,9 +7,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <semaphore>
 #include <thread>
 #include <vector>
+
+#include "thread_handoff.hpp"
 
 #include "allocator.hpp"
 #include "central_lists.hpp"
@@ -322,18 +323,18 @@ class ParkedThread {
           for (void*& block : held) block = allocate(kSize);
           for (void* block : held) deallocate(block);
           cached_ = bin_of(kSize).count();
-          parked_.release();
-          go_on_.acquire();
+          step_.set(kParked);
+          step_.wait_for(kGoOn);
           // A bin that was reclaimed from moves back to its home at its owner's next slow path.
           void* block = allocate(kSize);
           EXPECT_NE(block, nullptr);
           EXPECT_EQ(bin_of(kSize).bottom_slot(), CacheBins::home(*t_cache, class_of(kSize)));
           deallocate(block);
         }) {
-    parked_.acquire();
+    step_.wait_for(kParked);
   }
   ~ParkedThread() {
-    go_on_.release();
+    step_.set(kGoOn);
     thread_.join();
   }
   ParkedThread(const ParkedThread&) = delete;
@@ -343,8 +344,9 @@ class ParkedThread {
   [[nodiscard]] std::uint32_t cached() const { return cached_; }
 
  private:
-  std::binary_semaphore parked_{0};
-  std::binary_semaphore go_on_{0};
+  static constexpr int kParked = 1;
+  static constexpr int kGoOn = 2;
+  poolalloc_test::Step step_;
   std::uint32_t cached_ = 0;
   std::thread thread_;
 };

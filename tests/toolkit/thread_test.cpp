@@ -9,17 +9,17 @@
 
 #include <gtest/gtest.h>
 
+#include "thread_handoff.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory_resource>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -30,52 +30,10 @@
 
 namespace {
 
+using poolalloc_test::Rendezvous;
+using poolalloc_test::Step;
+
 constexpr int kThreads = 4;
-
-// These tests wait on a mutex and a condition variable, not on std::atomic::wait or std::barrier:
-// the libstdc++ of mingw-w64 (GCC 12, without a futex) can lose their wake-ups, which hung this
-// file under wine.
-class Step {
- public:
-  void set(int value) {
-    {
-      std::lock_guard lock(mutex_);
-      value_ = value;
-    }
-    changed_.notify_all();
-  }
-  void wait_for(int value) {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return value_ == value; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  int value_ = 0;
-};
-
-// Blocks each of kThreads callers until all have arrived; then starts again.
-class Rendezvous {
- public:
-  void arrive_and_wait() {
-    std::unique_lock lock(mutex_);
-    const unsigned round = round_;
-    if (++arrived_ == kThreads) {
-      arrived_ = 0;
-      ++round_;
-      changed_.notify_all();
-      return;
-    }
-    changed_.wait(lock, [&] { return round_ != round; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  int arrived_ = 0;
-  unsigned round_ = 0;
-};
 
 template <class Work>
 void on_threads(Work work) {
@@ -353,7 +311,7 @@ TEST(TrackedResource, SharedByThreadsCountsEveryByteAndEveryRiseOnce) {
                                        EXPECT_GT(used, budget);
                                        ++calls;
                                      });
-  Rendezvous all_held;
+  Rendezvous all_held(kThreads);
   std::atomic<std::size_t> used_when_all_held{0};
   on_threads([&](int) {
     std::vector<void*> mine;

@@ -3,7 +3,8 @@
 # against it with find_package(poolalloc) (tests/windows/consumer) and with pkg-config, run
 # under wine: its news are the pools'. Run by CMake as
 #   install.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR VERSION LIBDIR CC CXX
-# with the mingw-w64 compilers, and WINEPREFIX in the environment.
+# with the mingw-w64 compilers, and WINEPREFIX in the environment. Programs run under wine as the
+# mingw preset's tests do (cmake/run-under-wine.sh).
 # shellcheck source=../install/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../install/lib.sh"
 prefix=$scratch/prefix
@@ -23,7 +24,7 @@ if check "the consumer project configures with find_package(poolalloc)" \
   check "the consumer project builds" cmake --build consumer; then
   for target in poolalloc_static poolalloc_debug_static; do
     check "game.$target runs under wine, its news served by the pools" \
-      wine "consumer/game.$target.exe" || true
+      "$source/cmake/run-under-wine.sh" "consumer/game.$target.exe" || true
   done
 fi
 
@@ -35,7 +36,7 @@ for module in poolalloc poolalloc-debug; do
     "$cxx" -std=c++20 -O2 "$source/tests/windows/consumer/game.cpp" \
     $(pkg-config --cflags --libs "$module") -static -o "game.$module.exe"; then
     check "game.$module.exe runs under wine, its news served by the pools" \
-      wine "game.$module.exe" || true
+      "$source/cmake/run-under-wine.sh" "game.$module.exe" || true
   fi
 done
 finish
