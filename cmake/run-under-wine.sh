@@ -12,9 +12,10 @@ set -eu
 {
   flock 9
   # wineserver -p60 exits 0 when it has started a server, 2 when one is running, 1 when the
-  # prefix does not exist yet (then wineboot makes it, in a server of its own).
-  if [ ! -d "$WINEPREFIX" ] || wineserver -p60 2>/dev/null; then
-    wine wineboot --init
+  # prefix does not exist yet (then wineboot makes it, in a server of its own). Neither inherits
+  # the lock: the session would hold it.
+  if [ ! -d "$WINEPREFIX" ] || wineserver -p60 9>&-; then
+    wine wineboot --init 9>&-
   fi
 } 9>"$WINEPREFIX.lock" </dev/null >/dev/null 2>&1
 exec wine "$@"
