@@ -70,6 +70,8 @@ check fuzz
 stage "mingw-w64 + wine: toolkit, core and Windows tests"
 build mingw
 check mingw
+# The wine session that the tests shared (cmake/run-under-wine.sh) ends now, not 60 s later.
+WINEPREFIX=$root/build-mingw/wine wineserver -k || true
 
 stage "Debian package: apt-get install in a fresh Debian 12 root, poolalloc --stats python3"
 status=0
