@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   std::uint64_t checksum = 0;
   for (long r = 0; r < rounds; ++r) {
     for (long i = 0; i < objects; ++i) {
-      auto* p = static_cast<long*>(std::malloc(static_cast<std::size_t>(size)));
+      auto* p = static_cast<long*>(wl::malloc(static_cast<std::size_t>(size)));
       if (!p) return 1;
       *p = i + r;
       blocks[static_cast<std::size_t>(i)] = p;
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     for (long i : order) {
       long* p = blocks[static_cast<std::size_t>(i)];
       checksum = checksum * 31 + static_cast<std::uint64_t>(*p);
-      std::free(p);
+      wl::free(p);
     }
   }
   wl::print_checksum("churn", checksum);

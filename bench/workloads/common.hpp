@@ -1,7 +1,8 @@
 // Shared helpers of the allocator workloads. Each workload is a plain program that calls only
-// the standard malloc/new API, so that any allocator can be put under it with LD_PRELOAD. It
-// prints a checksum computed from the data it wrote (never from addresses), so the result is the
-// same under every allocator and the compiler cannot drop the allocations.
+// the standard malloc/new API (malloc, realloc and free as wl::malloc, wl::realloc, wl::free),
+// so that any allocator can be put under it with LD_PRELOAD. It prints a checksum computed from
+// the data it wrote (never from addresses), so the result is the same under every allocator and
+// the compiler cannot drop the allocations.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,31 @@
 #include <string>
 #include <string_view>
 
+#ifdef POOLALLOC_BENCH_C_API
+#include <poolalloc/poolalloc.h>
+#endif
+
 namespace wl {
+
+// The workloads' malloc, realloc and free. On Linux they are the C library's, whichever
+// allocator is preloaded. Windows has no preloading and poolalloc does not replace the C
+// runtime's malloc there: the builds linked with libpoolalloc.a (bench/CMakeLists.txt) call its
+// C API, the others the C runtime's heap. Global new is libpoolalloc.a's where it is linked.
+#ifdef POOLALLOC_BENCH_C_API
+inline void* malloc(std::size_t size) {
+  return poolalloc_malloc(size);
+}
+inline void* realloc(void* p, std::size_t size) {
+  return poolalloc_realloc(p, size);
+}
+inline void free(void* p) {
+  poolalloc_free(p);
+}
+#else
+using std::free;
+using std::malloc;
+using std::realloc;
+#endif
 
 // --key=value arguments. --scale=smoke|quick|full picks the defaults of every other parameter;
 // an explicit parameter overrides them.

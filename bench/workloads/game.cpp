@@ -3,9 +3,11 @@
 // strings, a map of contacts), and grows a C array of events with realloc from empty.
 // --tags=1 runs each of the four (particles, entities, the frame's temporaries, events) under a
 // memory tag of its own where the allocator is poolalloc: what tags cost a program that uses
-// several (docs/benchmarks.md, "The heap profile and memory tags"). Under other allocators the
-// flag changes nothing.
+// several (docs/benchmarks.md, "The heap profile and memory tags"). Under other allocators, and
+// on Windows, the flag changes nothing.
+#ifndef _WIN32
 #include <dlfcn.h>
+#endif
 
 #include <cstdlib>
 #include <memory>
@@ -33,16 +35,25 @@ struct Event {
   int frame, entity, kind, value;
 };
 
-// poolalloc's tag calls, looked up at run time so that the workload runs under any allocator.
+// One of poolalloc's tag calls, looked up at run time so that the workload runs under any
+// allocator; none on Windows, where a program exports no functions to look up.
+template <typename Function>
+Function tag_call([[maybe_unused]] const char* name) {
+#ifdef _WIN32
+  return nullptr;
+#else
+  return reinterpret_cast<Function>(dlsym(RTLD_DEFAULT, name));
+#endif
+}
+
 class Tags {
  public:
   enum Subsystem { kParticles, kEntities, kTemporaries, kEvents };
 
   explicit Tags(bool on) {
-    using Register = int (*)(const char*);
-    auto* register_tag = reinterpret_cast<Register>(dlsym(RTLD_DEFAULT, "poolalloc_tag_register"));
-    push_ = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "poolalloc_tag_push"));
-    pop_ = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "poolalloc_tag_pop"));
+    auto* register_tag = tag_call<int (*)(const char*)>("poolalloc_tag_register");
+    push_ = tag_call<int (*)(int)>("poolalloc_tag_push");
+    pop_ = tag_call<int (*)()>("poolalloc_tag_pop");
     if (!on || !register_tag || !push_ || !pop_) {
       push_ = nullptr;
       return;
@@ -122,7 +133,7 @@ int main(int argc, char** argv) {
       if (--p->life <= 0) {
         if (count == capacity) {
           capacity = capacity ? capacity * 2 : 4;
-          events = static_cast<Event*>(std::realloc(events, capacity * sizeof(Event)));
+          events = static_cast<Event*>(wl::realloc(events, capacity * sizeof(Event)));
           if (!events) return 1;
         }
         events[count++] =
@@ -146,7 +157,7 @@ int main(int argc, char** argv) {
     }
     for (std::size_t i = 0; i < count; ++i)
       checksum += static_cast<std::uint64_t>(events[i].kind + events[i].value);
-    std::free(events);
+    wl::free(events);
   }
   for (Particle* p : particles) delete p;
   wl::print_checksum("game", checksum);

@@ -40,10 +40,10 @@ int main(int argc, char** argv) {
           Slot& slot = region[rng.below(static_cast<std::uint64_t>(slots))];
           if (slot.p) {
             sum += slot.p[0] ^ slot.p[slot.size - 1];
-            std::free(slot.p);
+            wl::free(slot.p);
           }
           slot.size = rng.size_between(8, 512);
-          slot.p = static_cast<unsigned char*>(std::malloc(slot.size));
+          slot.p = static_cast<unsigned char*>(wl::malloc(slot.size));
           if (!slot.p) std::abort();
           slot.p[0] = static_cast<unsigned char>(op);
           slot.p[slot.size - 1] = static_cast<unsigned char>(e);
@@ -57,6 +57,6 @@ int main(int argc, char** argv) {
   std::uint64_t checksum = 0;
   for (auto s : sums) checksum = checksum * 31 + s;
   for (auto& region : regions)
-    for (Slot& slot : region) std::free(slot.p);
+    for (Slot& slot : region) wl::free(slot.p);
   wl::print_checksum("larson", checksum);
 }

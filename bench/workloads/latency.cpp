@@ -30,19 +30,6 @@
 
 #include "common.hpp"
 
-// Windows has no preloading: the build linked with libpoolalloc.a (bench/CMakeLists.txt) calls
-// its C API by name, the other the C runtime's heap.
-#ifdef POOLALLOC_BENCH_C_API
-#include <poolalloc/poolalloc.h>
-#define BENCH_MALLOC poolalloc_malloc
-#define BENCH_REALLOC poolalloc_realloc
-#define BENCH_FREE poolalloc_free
-#else
-#define BENCH_MALLOC std::malloc
-#define BENCH_REALLOC std::realloc
-#define BENCH_FREE std::free
-#endif
-
 namespace {
 
 using Ticks = std::uint64_t;
@@ -166,13 +153,13 @@ class Timer {
 };
 
 void* timed_malloc(Timer& timer, std::size_t size) {
-  void* p = timer('m', size, [&] { return BENCH_MALLOC(size); });
+  void* p = timer('m', size, [&] { return wl::malloc(size); });
   if (!p) std::abort();
   return p;
 }
 void timed_free(Timer& timer, void* p, std::size_t size) {
   timer('f', size, [&] {
-    BENCH_FREE(p);
+    wl::free(p);
     return 0;
   });
 }
@@ -365,7 +352,7 @@ int main(int argc, char** argv) {
     for (std::size_t size = 128; size <= 2048; size *= 2) {
       for (auto*& a : arrays) {
         a = static_cast<unsigned char*>(
-            main_timer('r', size, [&] { return BENCH_REALLOC(a, size); }));
+            main_timer('r', size, [&] { return wl::realloc(a, size); }));
         if (!a) std::abort();
         checksum += a[size / 2 - 1];  // the old contents came along
         std::memset(a + size / 2, static_cast<int>(size), size / 2);

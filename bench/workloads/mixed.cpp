@@ -23,17 +23,17 @@ std::uint64_t run(long seed, long window, long ops) {
     Slot& slot = slots[rng.below(static_cast<std::uint64_t>(window))];
     if (slot.p) {
       checksum += slot.p[0] + slot.p[slot.size - 1];
-      std::free(slot.p);
+      wl::free(slot.p);
     }
     slot.size = rng.size_between(8, 1024);
-    slot.p = static_cast<unsigned char*>(std::malloc(slot.size));
+    slot.p = static_cast<unsigned char*>(wl::malloc(slot.size));
     if (!slot.p) std::abort();
     slot.p[0] = static_cast<unsigned char>(op);
     slot.p[slot.size - 1] = static_cast<unsigned char>(slot.size);
   }
   for (Slot& slot : slots) {
     if (slot.p) checksum += slot.p[0] + slot.p[slot.size - 1];
-    std::free(slot.p);
+    wl::free(slot.p);
   }
   return checksum;
 }

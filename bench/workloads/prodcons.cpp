@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
       queue.changed.notify_all();
       for (unsigned char* p : blocks) {
         checksum += p[0];
-        std::free(p);
+        wl::free(p);
       }
     }
   });
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   for (long b = 0; b < batches; ++b) {
     std::vector<unsigned char*> blocks(static_cast<std::size_t>(batch));
     for (long i = 0; i < batch; ++i) {
-      auto* p = static_cast<unsigned char*>(std::malloc(rng.size_between(16, 256)));
+      auto* p = static_cast<unsigned char*>(wl::malloc(rng.size_between(16, 256)));
       if (!p) std::abort();
       p[0] = static_cast<unsigned char>(i + b);
       blocks[static_cast<std::size_t>(i)] = p;

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   std::uint64_t checksum = 0;
   for (long r = 0; r < rounds; ++r) {
     for (long i = 0; i < batch; ++i) {
-      auto* p = static_cast<long*>(std::malloc(static_cast<std::size_t>(size)));
+      auto* p = static_cast<long*>(wl::malloc(static_cast<std::size_t>(size)));
       if (!p) return 1;
       *p = i ^ r;
       blocks[static_cast<std::size_t>(i)] = p;
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     wl::sink(blocks[0]);
     for (long* p : blocks) {
       checksum += static_cast<std::uint64_t>(*p);
-      std::free(p);
+      wl::free(p);
     }
   }
   wl::print_checksum("sweep", checksum);
