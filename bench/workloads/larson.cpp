@@ -2,12 +2,12 @@
 // slots and replace random slots with blocks of random size (8-512 bytes), OPS per epoch. After
 // every epoch (a barrier) the regions move on to the next thread, so blocks allocated by one
 // thread are freed by another, as when a server hands requests between workers.
-#include <barrier>
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
 #include "common.hpp"
+#include "waiting.hpp"
 
 namespace {
 
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<Slot>> regions(static_cast<std::size_t>(threads),
                                          std::vector<Slot>(static_cast<std::size_t>(slots)));
   std::vector<std::uint64_t> sums(static_cast<std::size_t>(threads));
-  std::barrier sync(threads);
+  wl::Barrier sync(threads);
   std::vector<std::thread> pool;
   for (long t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "waiting.hpp"
 
 namespace {
 
@@ -190,7 +191,8 @@ std::uint64_t free_objects(Timer& timer, Object* o) {
 }
 
 // The jobs handed to the worker: a single-producer single-consumer ring of pointers. The
-// counters are 32 bits so that std::atomic's wait and notify use the futex directly.
+// counters are 32 bits so that std::atomic's wait and notify use the futex directly on Linux
+// (waiting.hpp says what Windows waits with).
 class JobRing {
  public:
   static constexpr std::uint32_t kSize = 1024;  // 16 frames' worth of jobs
@@ -198,20 +200,20 @@ class JobRing {
   void push(void* job) {
     std::uint32_t head = head_.load(std::memory_order_relaxed);
     for (std::uint32_t tail; head - (tail = tail_.load(std::memory_order_acquire)) == kSize;)
-      tail_.wait(tail, std::memory_order_acquire);
+      wl::wait(tail_, tail, std::memory_order_acquire);
     slots_[head % kSize] = job;
     head_.store(head + 1, std::memory_order_release);
   }
   // Wakes the worker: once a frame, after its jobs are pushed.
-  void publish() { head_.notify_one(); }
+  void publish() { wl::notify_one(head_); }
   // The next job, or nullptr once the producer has pushed nullptr.
   void* pop() {
     std::uint32_t tail = tail_.load(std::memory_order_relaxed);
     for (std::uint32_t head; (head = head_.load(std::memory_order_acquire)) == tail;)
-      head_.wait(head, std::memory_order_acquire);
+      wl::wait(head_, head, std::memory_order_acquire);
     void* job = slots_[tail % kSize];
     tail_.store(tail + 1, std::memory_order_release);
-    tail_.notify_one();
+    wl::notify_one(tail_);
     return job;
   }
 
