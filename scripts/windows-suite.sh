@@ -47,6 +47,7 @@ done
   echo "windows-suite.sh: $build is not configured: cmake --preset mingw" >&2
   exit 2
 }
+build=$(realpath "$build")  # wine takes an absolute WINEPREFIX only
 if ((build_first)); then cmake --build "$build" --target windows_workloads >/dev/null; fi
 # Every program runs as the mingw preset's tests run theirs: in the build's wine prefix, the
 # session started apart from the program (cmake/run-under-wine.sh says why).
