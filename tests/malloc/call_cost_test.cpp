@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <random>
 #include <vector>
 
@@ -97,24 +98,31 @@ TEST(LevelChange, TheNextLevelReusesThePagesOfTheLastWithoutAPageFault) {
 // The blocks left in the central stack after such a free are spread over every span of their
 // class and keep them all from emptying; the first span the new level must fault in asks the
 // decay thread to empty the stacks (and the threads' bins), so that the new level takes the old
-// one's spans. Before, all 24,596 pages were faulted in again and RSS doubled.
+// one's spans. Before, all 24,596 pages were faulted in again and RSS doubled. On a machine so
+// loaded that the decay thread waits for a CPU while the new level is allocated, the level faults
+// in pages meanwhile (19,240 once, at a load of 15): the fewest faults of three changes is the
+// figure, and a pool that never took the old level's spans would fault in all of every change.
 TEST(LevelChange, ALevelOfOtherSizesTakesThePagesOfTheLastFreedInAnyOrder) {
   const ThreadOfItsOwn companion;
   ASSERT_TRUE(decay_thread_started());
   std::mt19937_64 rng(poolalloc_test::test_seed(11));
   std::vector<void*> level;
   level.reserve(size_t{96} << 20 >> 6);
-  load_level(rng, level, 64, 64);
-  std::shuffle(level.begin(), level.end(), rng);
-  for (void* p : level) free(p);
-  level.clear();
-  const long before = minor_faults(RUSAGE_THREAD);
-  load_level(rng, level, 96, 96);
-  const long faults = minor_faults(RUSAGE_THREAD) - before;
+  long fewest = LONG_MAX;
+  for (int change = 0; change < 3; ++change) {
+    load_level(rng, level, 64, 64);
+    std::shuffle(level.begin(), level.end(), rng);
+    for (void* p : level) free(p);
+    level.clear();
+    const long before = minor_faults(RUSAGE_THREAD);
+    load_level(rng, level, 96, 96);
+    fewest = std::min(fewest, minor_faults(RUSAGE_THREAD) - before);
+    for (void* p : level) free(p);
+    level.clear();
+  }
   // A tenth of them at most, the pages faulted in before the thread emptied the stacks (about
   // 160 on an idle machine).
-  EXPECT_LT(faults, 2458) << faults << " page faults";
-  for (void* p : level) free(p);
+  EXPECT_LT(fewest, 2458) << fewest << " page faults";
 }
 
 // The CPU time the calling thread has used, in nanoseconds: a call's own work, whatever else the
