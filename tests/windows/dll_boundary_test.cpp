@@ -54,7 +54,7 @@ TEST(WindowsDllsDeathTest, ABlockOfADllsOwnPoolsReachingTheProgramsDeleteIsRepor
   char* block = plugin.new_block();
   EXPECT_FALSE(poolalloc_owns(block));  // the DLL's region, not the program's
   EXPECT_DEATH(delete[] opaque(block),
-               "not a block: neither the pools nor the C runtime's heap handed it out");
+               "not a block: not the pools', nor a live block of the C runtime's heap");
   plugin.delete_block(block);
 }
 
@@ -63,7 +63,7 @@ TEST(WindowsDllsDeathTest, ABlockOfTheProgramsPoolsReachingADllsOwnPoolsIsReport
   ASSERT_NE(plugin.delete_block, nullptr);
   char* block = new char[64];
   EXPECT_DEATH(plugin.delete_block(block),
-               "not a block: neither the pools nor the C runtime's heap handed it out");
+               "not a block: not the pools', nor a live block of the C runtime's heap");
   delete[] block;
 }
 

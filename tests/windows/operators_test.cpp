@@ -4,6 +4,7 @@
 // reported.
 #include <gtest/gtest.h>
 #include <poolalloc/poolalloc.h>
+#include <windows.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -110,9 +111,39 @@ TEST(WindowsCApi, ABlockOfTheCRuntimesMallocCanBeGivenToPoolallocFreeAndDelete) 
 TEST(WindowsCApiDeathTest, APointerNeitherThePoolsNorTheCRuntimeHandedOutIsReported) {
   static char not_a_block[64];
   EXPECT_DEATH(poolalloc_free(opaque(not_a_block + 16)),
-               "poolalloc: free\\(\\w+\\): not a block: neither the pools nor the C runtime's "
-               "heap handed it out");
+               "poolalloc: free\\(\\w+\\): not a block: not the pools', nor a live block of "
+               "the C runtime's heap");
   EXPECT_DEATH(::operator delete(opaque(not_a_block + 32)), "not a block");
+}
+
+DWORD WINAPI free_twice_then_delete(void* block) {
+  std::free(opaque(block));
+  ::operator delete(opaque(block));  // the thread's first call into poolalloc
+  return 0;
+}
+
+// The C runtime's heap says whether it holds a block (HeapValidate): one it freed already is not
+// given to its free a second time, also by the first call of a thread, which allocates the
+// thread's emulated thread-local storage from that heap (it was handed the freed block, and
+// freed it). (Freed inside the statement: the death test's own strdup of its pattern would
+// otherwise be handed the freed block.)
+TEST(WindowsCApiDeathTest, ABlockTheCRuntimeFreedAlreadyIsReported) {
+  void* block = opaque(std::malloc(100));
+  EXPECT_DEATH(
+      {
+        std::free(opaque(block));
+        poolalloc_free(opaque(block));
+      },
+      "poolalloc: free\\(\\w+\\): not a block: not the pools', nor a live block of the C "
+      "runtime's heap \\(one it freed already");
+  EXPECT_DEATH(
+      {
+        HANDLE thread = CreateThread(nullptr, 0, free_twice_then_delete, block, 0, nullptr);
+        WaitForSingleObject(thread, INFINITE);
+      },
+      "poolalloc: free\\(\\w+\\): not a block: not the pools', nor a live block of the C "
+      "runtime's heap \\(one it freed already");
+  std::free(block);
 }
 
 TEST(WindowsCApiDeathTest, AnInteriorPointerIntoThePoolsIsReported) {
