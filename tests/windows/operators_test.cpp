@@ -158,6 +158,26 @@ TEST(WindowsCApiDeathTest, ADoubleFreeIsReported) {
   EXPECT_DEATH(poolalloc_free(block), "double free of the 64-byte block");
 }
 
+// A block above the pools (the C runtime's) leaves its memory tag at its free, as on Linux.
+TEST(WindowsTags, ABlockAboveThePoolsIsDischargedFromItsTagAtItsFree) {
+  const int tag = poolalloc_tag_register("windows_large");
+  ASSERT_GT(tag, 0);
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  void* large = poolalloc_malloc(100000);
+  void* allocated = ::operator new(50000);
+  poolalloc_tag_stats charged{};
+  ASSERT_EQ(poolalloc_get_tag_stats(tag, &charged), 0);
+  poolalloc_free(large);
+  ::operator delete(allocated);
+  poolalloc_tag_stats discharged{};
+  ASSERT_EQ(poolalloc_get_tag_stats(tag, &discharged), 0);
+  poolalloc_tag_pop();
+  EXPECT_EQ(charged.live_bytes, 150000u);
+  EXPECT_EQ(charged.live_blocks, 2u);
+  EXPECT_EQ(discharged.live_bytes, 0u);
+  EXPECT_EQ(discharged.live_blocks, 0u);
+}
+
 TEST(WindowsStats, ThePrintedTableCountsThePooledRequests) {
   poolalloc_stats stats{};
   ASSERT_EQ(poolalloc_get_stats(&stats), 0);
