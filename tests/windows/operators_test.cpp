@@ -6,6 +6,8 @@
 #include <poolalloc/poolalloc.h>
 #include <windows.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -79,6 +81,42 @@ TEST(WindowsCApi, TheCApiServesAndTakesBlocks) {
   poolalloc_free(aligned);
   poolalloc_free(nullptr);
   EXPECT_EQ(poolalloc_realloc(poolalloc_malloc(8), 0), nullptr);  // freed, as glibc does
+}
+
+TEST(WindowsCApi, PoolallocCallocZeroesItsBlockAndRefusesAnOverflowingProduct) {
+  auto* reused = static_cast<unsigned char*>(poolalloc_malloc(1000));
+  std::memset(reused, 0xa5, 1000);
+  poolalloc_free(reused);
+  auto* zeroed = static_cast<unsigned char*>(poolalloc_calloc(10, 100));  // the same class
+  ASSERT_NE(zeroed, nullptr);
+  EXPECT_TRUE(poolalloc_owns(zeroed));
+  for (std::size_t i = 0; i < poolalloc_usable_size(zeroed); ++i) ASSERT_EQ(zeroed[i], 0) << i;
+  poolalloc_free(zeroed);
+  auto* large = static_cast<unsigned char*>(poolalloc_calloc(1000, 100));
+  ASSERT_NE(large, nullptr);
+  EXPECT_FALSE(poolalloc_owns(large));
+  for (int i = 0; i < 100000; ++i) ASSERT_EQ(large[i], 0) << i;
+  poolalloc_free(large);
+  errno = 0;
+  EXPECT_EQ(poolalloc_calloc(SIZE_MAX / 2, 3), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  void* empty = poolalloc_calloc(0, 8);
+  EXPECT_NE(empty, nullptr);
+  poolalloc_free(empty);
+}
+
+// The tag example of docs/statistics.md, with poolalloc_calloc: its blocks reach the pools, and
+// the tag counts them, on Windows as on Linux.
+TEST(WindowsTags, ABlockOfPoolallocCallocIsChargedToTheCurrentTag) {
+  const int ai = poolalloc_tag_register("AI");
+  ASSERT_EQ(poolalloc_tag_push(ai), 0);
+  void* agents = poolalloc_calloc(1000, 16);
+  poolalloc_tag_pop();
+  poolalloc_tag_stats stats{};
+  ASSERT_EQ(poolalloc_get_tag_stats(ai, &stats), 0);
+  EXPECT_EQ(stats.live_bytes, poolalloc_usable_size(agents));  // its size class's
+  EXPECT_EQ(stats.live_blocks, 1u);
+  poolalloc_free(agents);
 }
 
 TEST(WindowsCApi, BlocksAboveThePoolsComeFromTheCRuntimesHeap) {
