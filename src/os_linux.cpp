@@ -185,6 +185,11 @@ void os_set_thread_exit_value(void* value) {
   pthread_setspecific(g_thread_exit_key, value);
 }
 
+// A key's destructor runs at its thread's exit only.
+bool os_thread_exit_is_running(const void*) {
+  return true;
+}
+
 bool os_thread_exited(int pid, int tid) {
   return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
 }

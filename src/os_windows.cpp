@@ -211,6 +211,13 @@ void os_set_thread_exit_value(void* value) {
   if (slot != FLS_OUT_OF_INDEXES) FlsSetValue(slot, value);
 }
 
+// The thread's exit runs the callbacks of its running fiber's values; DeleteFiber those of the
+// deleted fiber, which is not the running one (deleting the running fiber ends the thread).
+bool os_thread_exit_is_running(const void* value) {
+  const DWORD slot = g_thread_exit_slot.load(std::memory_order_acquire);
+  return slot != FLS_OUT_OF_INDEXES && FlsGetValue(slot) == value;
+}
+
 // ANSI, with '/' and '\' both separators; a path that does not fit is refused.
 bool os_working_directory(char* path, std::size_t capacity) {
   const DWORD length = GetCurrentDirectoryA(static_cast<DWORD>(capacity), path);

@@ -248,6 +248,11 @@ class ThreadCache {
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
+  // Whether a value of the thread-exit callback holds the cache (os_set_thread_exit_value). On
+  // Windows a fiber's deletion drops the value it held, on whichever thread deletes the fiber:
+  // the callback then clears this, and the owner's next slow path sets the value again in the
+  // fiber it runs (own_thread_cache). Atomic: the deleting thread may be another than the owner.
+  std::atomic<bool> exit_value_set{false};
 };
 
 // A cache's bins, their slots and its tag stack, which ThreadCache keeps from all but the slow
