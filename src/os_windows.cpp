@@ -28,6 +28,8 @@ namespace {
 constinit std::atomic<DWORD> g_thread_exit_slot{FLS_OUT_OF_INDEXES};
 using ThreadExitCallback = void (*)(void*);
 constinit std::atomic<ThreadExitCallback> g_thread_exit_callback{nullptr};
+// The native thread-local storage slot of the flag of os_mark_thread_exited.
+constinit std::atomic<DWORD> g_exited_slot{TLS_OUT_OF_INDEXES};
 
 void WINAPI run_thread_exit_callback(void* value) {
   const ThreadExitCallback callback = g_thread_exit_callback.load(std::memory_order_acquire);
@@ -44,6 +46,8 @@ void end_thread_exit_calls() {
   g_thread_exit_callback.store(nullptr, std::memory_order_release);
   const DWORD slot = g_thread_exit_slot.exchange(FLS_OUT_OF_INDEXES, std::memory_order_acq_rel);
   if (slot != FLS_OUT_OF_INDEXES) FlsFree(slot);
+  const DWORD exited_slot = g_exited_slot.exchange(TLS_OUT_OF_INDEXES, std::memory_order_acq_rel);
+  if (exited_slot != TLS_OUT_OF_INDEXES) TlsFree(exited_slot);
 }
 
 void* committed_or_null(void* p) {
@@ -202,6 +206,7 @@ bool os_on_thread_exit(void (*callback)(void*)) {
   const DWORD slot = FlsAlloc(run_thread_exit_callback);
   if (slot == FLS_OUT_OF_INDEXES) return false;
   g_thread_exit_slot.store(slot, std::memory_order_release);
+  g_exited_slot.store(TlsAlloc(), std::memory_order_release);
   std::atexit(end_thread_exit_calls);
   return true;
 }
@@ -216,6 +221,24 @@ void os_set_thread_exit_value(void* value) {
 bool os_thread_exit_is_running(const void* value) {
   const DWORD slot = g_thread_exit_slot.load(std::memory_order_acquire);
   return slot != FLS_OUT_OF_INDEXES && FlsGetValue(slot) == value;
+}
+
+// TlsGetValue and TlsSetValue set the thread's last error: the program's is kept.
+void os_mark_thread_exited() {
+  const DWORD slot = g_exited_slot.load(std::memory_order_acquire);
+  if (slot == TLS_OUT_OF_INDEXES) return;
+  const DWORD error = GetLastError();
+  TlsSetValue(slot, reinterpret_cast<void*>(1));
+  SetLastError(error);
+}
+
+bool os_thread_marked_exited() {
+  const DWORD slot = g_exited_slot.load(std::memory_order_acquire);
+  if (slot == TLS_OUT_OF_INDEXES) return false;
+  const DWORD error = GetLastError();
+  const bool exited = TlsGetValue(slot) != nullptr;
+  SetLastError(error);
+  return exited;
 }
 
 // ANSI, with '/' and '\' both separators; a path that does not fit is refused.

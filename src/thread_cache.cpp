@@ -25,10 +25,6 @@ constinit POOLALLOC_THREAD_LOCAL ThreadCache* t_cache = &g_empty_cache;
 
 namespace {
 
-// A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
-// destructor again only a few times, then leak it. Its later calls go to the central lists.
-constinit POOLALLOC_THREAD_LOCAL bool t_exited = false;
-
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
 // followed by its untagged bins' slots (TagBins), about 72 KiB of address space of which a
 // thread touches the first slots' pages and those of the classes whose bins grew; the bins of
@@ -364,7 +360,10 @@ void on_thread_exit(void* data) {
     flush_cache(*cache);
   }
   t_cache = &g_empty_cache;
-  t_exited = true;
+  // A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
+  // destructor again only a few times, then leak it; Windows calls the slot's callback no more.
+  // Its later calls go to the central lists.
+  os_mark_thread_exited();
   retire_cache(cache);
   note_decay_work();  // the blocks it flushed, and its slot pages, may go back
 }
@@ -450,7 +449,7 @@ ThreadCache* own_thread_cache(bool wait_for_fork) {
       set_exit_value(*cache);  // a fiber's deletion dropped it (on_thread_exit)
     return cache;
   }
-  if (t_exited || !ensure_initialised()) return nullptr;
+  if (os_thread_marked_exited() || !ensure_initialised()) return nullptr;
   ThreadCache* cache = new_cache(wait_for_fork);
   if (cache == nullptr) return nullptr;
   t_cache = cache;

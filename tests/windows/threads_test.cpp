@@ -141,6 +141,36 @@ TEST(WindowsThreads, ACacheOfAThreadEndedByTerminateThreadIsReapedByALaterDecayS
   EXPECT_EQ(live_caches(), caches_before);
 }
 
+// Destructors of thread_local objects run after the thread's exit callback (mingw-w64's emulated
+// thread-local storage reads fresh then): what they free and allocate goes to the central lists,
+// and leaves no cache of the dead thread behind.
+struct FreesAtThreadExit {
+  void* block = nullptr;
+  ~FreesAtThreadExit() {
+    poolalloc_free(block);
+    poolalloc_free(poolalloc_malloc(64));
+  }
+};
+thread_local FreesAtThreadExit t_frees_at_exit;
+
+DWORD WINAPI allocate_for_a_thread_local(void*) {
+  t_frees_at_exit.block = poolalloc_malloc(64);
+  return 0;
+}
+
+TEST(WindowsThreads, AThreadLocalsDestructorThatAllocatesAndFreesLeavesNoCacheOfTheDeadThread) {
+  const std::uint64_t caches_before = live_caches();
+  const std::uint64_t live_before = pooled_live();
+  for (int i = 0; i < 8; ++i) {
+    HANDLE thread = CreateThread(nullptr, 0, allocate_for_a_thread_local, nullptr, 0, nullptr);
+    ASSERT_NE(thread, nullptr);
+    WaitForSingleObject(thread, INFINITE);
+    CloseHandle(thread);
+  }
+  EXPECT_EQ(live_caches(), caches_before);
+  EXPECT_EQ(pooled_live(), live_before);
+}
+
 // A thread's first allocation runs in a fiber, which is deleted later, by the thread itself or by
 // another: the fiber's callback must not take the cache from the living thread, and the thread's
 // exit still gives it back.
