@@ -16,6 +16,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "platform.hpp"
+
 namespace poolalloc::internal {
 namespace {
 
