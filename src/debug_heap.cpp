@@ -558,7 +558,27 @@ bool find_live(void* p, const char* operation, const void* site, BlockRecord& re
   return found;
 }
 
+namespace {
+
+// A block of the C runtime's own (strdup's, _getcwd's). On Windows, where the C runtime keeps its
+// malloc, such blocks reach poolalloc_free, poolalloc_realloc and delete, and the release build
+// takes them (system_forwarding_windows.cpp): so does the debug build, handing them to the C
+// runtime as the release build does. A block of the debug heap is never one: outside the pool
+// region its pointer lies inside a block of the C runtime, past the front guard. (On Linux the C
+// library's own blocks come from malloc, and so are recorded here.)
+bool c_runtime_block(void* p) {
+#if POOLALLOC_LINUX
+  static_cast<void>(p);
+  return false;
+#else
+  return p != nullptr && !region_owns(p) && system_heap_holds(p);
+#endif
+}
+
+}  // namespace
+
 void* DebugHeap::realloc(void* p, std::size_t size, const void* site) {
+  if (c_runtime_block(p)) return system_realloc(p, size);
   BlockRecord record;
   if (!find_live(p, "realloc", site, record)) {
     errno = EINVAL;
@@ -573,15 +593,18 @@ void* DebugHeap::realloc(void* p, std::size_t size, const void* site) {
 }
 
 void DebugHeap::free(void* p, const void* site) {
+  if (c_runtime_block(p)) return free_outside_pools(p);
   free_checked(p, SIZE_MAX, site);
 }
 
 void DebugHeap::sized_free(void* p, std::size_t size, const void* site) {
+  if (c_runtime_block(p)) return free_outside_pools(p);
   free_checked(p, size, site);
 }
 
 std::size_t DebugHeap::usable_size(void* p, const void* site) {
   if (p == nullptr) return 0;
+  if (c_runtime_block(p)) return system_usable_size(p);
   BlockRecord record;
   if (!find_live(p, "malloc_usable_size", site, record)) return 0;
   return record.size;  // exactly what was asked for: a write past it is an overflow

@@ -30,6 +30,16 @@ POOLALLOC_EXPORT void* poolalloc_malloc(std::size_t size) {
   return Heap::malloc(size, CALLER);
 }
 
+// calloc's overflow check, written without a compiler's builtin (exports.cpp's calloc is
+// Linux's): MSVC has none of that name.
+POOLALLOC_EXPORT void* poolalloc_calloc(std::size_t count, std::size_t size) {
+  if (size != 0 && count > SIZE_MAX / size) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return Heap::calloc(count * size, CALLER);
+}
+
 POOLALLOC_EXPORT void poolalloc_free(void* p) {
   Heap::free(p, CALLER);
 }

@@ -93,7 +93,9 @@ inline void* allocate_large(std::size_t size) {
   return system_malloc(size);
 }
 inline void free_outside_pools(void* p) {
-  if (p != nullptr) system_free(p);
+  if (p == nullptr) return;
+  discharge_system_block(p);
+  system_free(p);
 }
 inline void report_if_cached(void*, const char*) {}
 inline bool decay_large_blocks() {

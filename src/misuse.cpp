@@ -59,7 +59,8 @@ void report_double_free_outside_pools(const char* operation, const void* p, std:
 void report_foreign_pointer(const char* operation, const void* p) {
   detail::Message message;
   message << "poolalloc: " << operation << "(" << p
-          << "): not a block: neither the pools nor the C runtime's heap handed it out";
+          << "): not a block: not the pools', nor a live block of the C runtime's heap (one it "
+             "freed already, or another allocator's)";
   detail::fatal(message);
 }
 

@@ -146,6 +146,16 @@ bool make_absolute(std::string_view text, char (&path)[PATH_MAX]) {
   return true;
 }
 
+// The longest path taken, in the words of the report that refuses a longer one: PATH_MAX less
+// its terminating byte (Windows' PATH_MAX is MAX_PATH).
+#if POOLALLOC_LINUX
+static_assert(PATH_MAX == 4096);
+constexpr std::string_view kPathLimit = "a path of at most 4095 bytes";
+#else
+static_assert(PATH_MAX == 260);
+constexpr std::string_view kPathLimit = "a path of at most 259 bytes";
+#endif
+
 // A path (POOLALLOC_STATS_FILE, POOLALLOC_PROFILE_PREFIX) into `path`, a relative one made
 // absolute so that a program that changes directory still writes where it was asked to. Set but
 // empty: as unset. `fallback` is what `path` holds when the value is refused.
@@ -158,9 +168,30 @@ void read_path(Option option, char (&path)[PATH_MAX], std::string_view fallback)
   }
   std::memcpy(path, fallback.data(), fallback.size());
   path[fallback.size()] = '\0';
-  report_invalid(option, text, "a path of at most 4095 bytes",
-                 fallback.empty() ? "none" : fallback);
+  report_invalid(option, text, kPathLimit, fallback.empty() ? "none" : fallback);
 }
+
+#if !POOLALLOC_LINUX
+// The options of what Windows leaves out (platform.hpp): the decay thread, the heap profile and
+// the memory tags' CSV writer.
+constexpr Option kNotOnWindows[] = {
+    Option::kDecayThread,   Option::kProfile,       Option::kProfileSample, Option::kProfilePrefix,
+    Option::kProfileSignal, Option::kProfileAtExit, Option::kProfileEvery,  Option::kProfilePeak,
+    Option::kTagCsv,        Option::kTagCsvMs};
+
+// Those set are said to be ignored, at start-up, whether POOLALLOC_VERBOSE is set or not.
+void report_options_not_on_windows() {
+  for (const Option option : kNotOnWindows) {
+    const std::string_view text = find_variable(option);
+    if (text.empty()) continue;
+    detail::Message message;
+    message << "poolalloc: ignoring " << option_name(option) << "=";
+    append_shown(message, text, kShownValue);
+    message << " (not on Windows)\n";
+    message.write_to_stderr();
+  }
+}
+#endif
 
 #if POOLALLOC_LINUX
 // POOLALLOC_PROFILE_SIGNAL: a signal's number, or its name with or without "SIG" (USR2).
@@ -333,7 +364,11 @@ bool read_options() {
             "a size from 8M to 64T, such as 16G", g_options.region_size);
   read_size(Option::kDecayMs, 0, std::size_t{3600} * 1000, "milliseconds from 0 to 3600000",
             g_options.decay_ms, true);
+#if POOLALLOC_LINUX
   read_flag(Option::kDecayThread, "0", "1", g_options.decay_thread);
+#else
+  report_options_not_on_windows();
+#endif
   read_size(Option::kQuarantine, 0, std::size_t{1} << 40, "a size such as 16M",
             g_options.quarantine_bytes);
   read_flag(Option::kVerbose, "0", "1", g_options.verbose);
@@ -398,9 +433,11 @@ void report_options(bool debug_build) {
   value = {};
   value << std::uint64_t{g_options.decay_ms} << " ms";
   report_line(out, Option::kDecayMs, value, default_note(Option::kDecayMs));
+#if POOLALLOC_LINUX  // Windows has none (platform.hpp), whatever the option says
   value = {};
   value << (g_options.decay_thread ? "1" : "0");
   report_line(out, Option::kDecayThread, value, default_note(Option::kDecayThread));
+#endif
   value = {};
   append_exact_bytes(value, g_options.region_size);
   report_line(out, Option::kRegionSize, value, default_note(Option::kRegionSize));

@@ -133,9 +133,21 @@ bool os_thread_exited(int pid, int tid);
 // callback, which every thread's exit runs (ExitThread, a return from the thread's function,
 // _endthreadex, a thread of CreateThread that never called into the C++ runtime) but
 // TerminateThread's, and which DeleteFiber runs too, on the thread that deletes the fiber (the
-// callback checks whose value it is given). False when no key or slot could be had.
+// callback checks whose value it is given, os_thread_exit_is_running). False when no key or slot
+// could be had. On Windows the slot is freed at the module's exit (a DLL's unload): from then on
+// no callback runs.
 bool os_on_thread_exit(void (*callback)(void*));
 void os_set_thread_exit_value(void* value);
+// Inside the callback: whether it runs for the calling thread's exit. Always on Linux; on Windows
+// when `value` is the running fiber's, not when DeleteFiber of another fiber drops it (the thread
+// that deletes it, its owner or not, lives on).
+bool os_thread_exit_is_running(const void* value);
+// The calling thread's exit flush ran: it makes no cache again. Its own flag, which lives as long
+// as the thread: a thread-local variable on Linux; on Windows a native thread-local storage slot,
+// since mingw-w64's emulated thread-local storage is freed at a thread's exit before the
+// destructors of thread_local objects run, which then read fresh copies and may still allocate.
+void os_mark_thread_exited();
+bool os_thread_marked_exited();
 
 // The working directory into path[0, capacity), terminated; false if it has none, lies outside
 // this process's root or does not fit.

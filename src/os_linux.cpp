@@ -16,6 +16,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "platform.hpp"
+
 namespace poolalloc::internal {
 namespace {
 
@@ -183,6 +185,23 @@ bool os_on_thread_exit(void (*callback)(void*)) {
 
 void os_set_thread_exit_value(void* value) {
   pthread_setspecific(g_thread_exit_key, value);
+}
+
+// A key's destructor runs at its thread's exit only.
+bool os_thread_exit_is_running(const void*) {
+  return true;
+}
+
+namespace {
+constinit POOLALLOC_THREAD_LOCAL bool t_marked_exited = false;
+}  // namespace
+
+void os_mark_thread_exited() {
+  t_marked_exited = true;
+}
+
+bool os_thread_marked_exited() {
+  return t_marked_exited;
 }
 
 bool os_thread_exited(int pid, int tid) {

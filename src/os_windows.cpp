@@ -13,7 +13,9 @@
 #include <ntsecapi.h>  // RtlGenRandom
 #include <psapi.h>     // QueryWorkingSetEx
 
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "os.hpp"
@@ -22,12 +24,30 @@ namespace poolalloc::internal {
 namespace {
 
 // The fiber-local storage slot whose callback runs at each thread's exit (os_on_thread_exit).
-constinit DWORD g_thread_exit_slot = FLS_OUT_OF_INDEXES;
+// Atomic: the module's exit frees it while other threads may still run (end_thread_exit_calls).
+constinit std::atomic<DWORD> g_thread_exit_slot{FLS_OUT_OF_INDEXES};
 using ThreadExitCallback = void (*)(void*);
-constinit ThreadExitCallback g_thread_exit_callback = nullptr;
+constinit std::atomic<ThreadExitCallback> g_thread_exit_callback{nullptr};
+// The native thread-local storage slot of the flag of os_mark_thread_exited.
+constinit std::atomic<DWORD> g_exited_slot{TLS_OUT_OF_INDEXES};
 
 void WINAPI run_thread_exit_callback(void* value) {
-  if (value != nullptr) g_thread_exit_callback(value);
+  const ThreadExitCallback callback = g_thread_exit_callback.load(std::memory_order_acquire);
+  if (value != nullptr && callback != nullptr) callback(value);
+}
+
+// At the module's exit: a DLL's atexit handlers run as it is unloaded (FreeLibrary), the
+// program's at its exit. The slot's callback is code of this module: were the slot left, the
+// exit of any thread that set a value, and the process's own exit, would call into a DLL that is
+// gone. So the callback does nothing from now on, and the slot is freed (FlsFree calls the
+// callback for every fiber's value, which now returns at once). The threads' caches stay as
+// they are, as at the program's exit.
+void end_thread_exit_calls() {
+  g_thread_exit_callback.store(nullptr, std::memory_order_release);
+  const DWORD slot = g_thread_exit_slot.exchange(FLS_OUT_OF_INDEXES, std::memory_order_acq_rel);
+  if (slot != FLS_OUT_OF_INDEXES) FlsFree(slot);
+  const DWORD exited_slot = g_exited_slot.exchange(TLS_OUT_OF_INDEXES, std::memory_order_acq_rel);
+  if (exited_slot != TLS_OUT_OF_INDEXES) TlsFree(exited_slot);
 }
 
 void* committed_or_null(void* p) {
@@ -182,13 +202,43 @@ bool os_thread_exited(int, int tid) {
 }
 
 bool os_on_thread_exit(void (*callback)(void*)) {
-  g_thread_exit_callback = callback;
-  g_thread_exit_slot = FlsAlloc(run_thread_exit_callback);
-  return g_thread_exit_slot != FLS_OUT_OF_INDEXES;
+  g_thread_exit_callback.store(callback, std::memory_order_release);
+  const DWORD slot = FlsAlloc(run_thread_exit_callback);
+  if (slot == FLS_OUT_OF_INDEXES) return false;
+  g_thread_exit_slot.store(slot, std::memory_order_release);
+  g_exited_slot.store(TlsAlloc(), std::memory_order_release);
+  std::atexit(end_thread_exit_calls);
+  return true;
 }
 
 void os_set_thread_exit_value(void* value) {
-  if (g_thread_exit_slot != FLS_OUT_OF_INDEXES) FlsSetValue(g_thread_exit_slot, value);
+  const DWORD slot = g_thread_exit_slot.load(std::memory_order_acquire);
+  if (slot != FLS_OUT_OF_INDEXES) FlsSetValue(slot, value);
+}
+
+// The thread's exit runs the callbacks of its running fiber's values; DeleteFiber those of the
+// deleted fiber, which is not the running one (deleting the running fiber ends the thread).
+bool os_thread_exit_is_running(const void* value) {
+  const DWORD slot = g_thread_exit_slot.load(std::memory_order_acquire);
+  return slot != FLS_OUT_OF_INDEXES && FlsGetValue(slot) == value;
+}
+
+// TlsGetValue and TlsSetValue set the thread's last error: the program's is kept.
+void os_mark_thread_exited() {
+  const DWORD slot = g_exited_slot.load(std::memory_order_acquire);
+  if (slot == TLS_OUT_OF_INDEXES) return;
+  const DWORD error = GetLastError();
+  TlsSetValue(slot, reinterpret_cast<void*>(1));
+  SetLastError(error);
+}
+
+bool os_thread_marked_exited() {
+  const DWORD slot = g_exited_slot.load(std::memory_order_acquire);
+  if (slot == TLS_OUT_OF_INDEXES) return false;
+  const DWORD error = GetLastError();
+  const bool exited = TlsGetValue(slot) != nullptr;
+  SetLastError(error);
+  return exited;
 }
 
 // ANSI, with '/' and '\' both separators; a path that does not fit is refused.

@@ -57,6 +57,9 @@ void* system_heap_calloc(std::size_t size);
 void* system_heap_realloc(void* p, std::size_t size);
 void* system_heap_memalign(std::size_t alignment, std::size_t size);
 void system_heap_free(void* p);
+// Whether p is a live block of the C runtime's malloc (its heap validates it), which its free
+// takes: not one carved for an alignment. The debug heap asks, for the blocks it never recorded.
+bool system_heap_holds(void* p);
 #endif
 
 struct alignas(64) SystemCounters {

@@ -58,13 +58,20 @@ void* carved_from(void* p) {
   return reinterpret_cast<void*>(header[0]);
 }
 
+bool heap_validates(void* p) {
+  return HeapValidate(reinterpret_cast<HANDLE>(_get_heap_handle()), 0, p);
+}
+
 // A block of the C runtime's heap, or the report that p is not one, naming `operation`.
 void check_heap_block(void* p, const char* operation) {
-  const auto heap = reinterpret_cast<HANDLE>(_get_heap_handle());
-  if (!HeapValidate(heap, 0, p)) report_foreign_pointer(operation, p);
+  if (!heap_validates(p)) report_foreign_pointer(operation, p);
 }
 
 }  // namespace
+
+bool system_heap_holds(void* p) {
+  return carved_from(p) == nullptr && heap_validates(p);
+}
 
 void* system_heap_malloc(std::size_t size) {
   return std::malloc(size);

@@ -25,10 +25,6 @@ constinit POOLALLOC_THREAD_LOCAL ThreadCache* t_cache = &g_empty_cache;
 
 namespace {
 
-// A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
-// destructor again only a few times, then leak it. Its later calls go to the central lists.
-constinit POOLALLOC_THREAD_LOCAL bool t_exited = false;
-
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
 // followed by its untagged bins' slots (TagBins), about 72 KiB of address space of which a
 // thread touches the first slots' pages and those of the classes whose bins grew; the bins of
@@ -346,18 +342,28 @@ void flush_cache(ThreadCache& cache) {
 
 void on_thread_exit(void* data) {
   auto* cache = static_cast<ThreadCache*>(data);
-  // Not this thread's cache: on Windows a fiber's callback runs on the thread that deletes the
-  // fiber (os.hpp), and the cache's owner may still use it (its own exit flushes it). The owner
-  // is known by its thread id, or by t_cache in a child of fork(), whose thread has another id
-  // than its parent's (on Windows, t_cache may read as a fresh copy by now: mingw-w64's emulated
+  // Not this thread's cache, or not this thread's exit: on Windows DeleteFiber runs a fiber's
+  // callback on the thread that deletes the fiber (os.hpp), and the cache's owner lives on and
+  // may still use it. The value that held the cache is gone: the owner's next slow path sets it
+  // again (own_thread_cache), and its exit flushes the cache; should the owner exit before, a
+  // decay step finds it gone and reaps the cache, as after TerminateThread. The owner is known by
+  // its thread id, or by t_cache in a child of fork(), whose thread has another id than its
+  // parent's (on Windows, t_cache may read as a fresh copy by now: mingw-w64's emulated
   // thread-local storage frees a thread's copy at the thread's exit before the callback runs).
-  if (cache->owner_tid != os_thread_id() && cache != t_cache) return;
+  if ((cache->owner_tid != os_thread_id() && cache != t_cache) ||
+      !os_thread_exit_is_running(cache)) {
+    cache->exit_value_set.store(false, std::memory_order_relaxed);
+    return;
+  }
   {
     OwnerGuard owner(*cache);
     flush_cache(*cache);
   }
   t_cache = &g_empty_cache;
-  t_exited = true;
+  // A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
+  // destructor again only a few times, then leak it; Windows calls the slot's callback no more.
+  // Its later calls go to the central lists.
+  os_mark_thread_exited();
   retire_cache(cache);
   note_decay_work();  // the blocks it flushed, and its slot pages, may go back
 }
@@ -426,15 +432,28 @@ bool count_malloc_bytes(std::size_t size) {
   return sample;
 }
 
+namespace {
+
+// Registers the cache's exit flush. For keys past the first 32 glibc allocates here; the cache is
+// already in place to serve that allocation.
+void set_exit_value(ThreadCache& cache) {
+  cache.exit_value_set.store(true, std::memory_order_relaxed);
+  os_set_thread_exit_value(&cache);
+}
+
+}  // namespace
+
 ThreadCache* own_thread_cache(bool wait_for_fork) {
-  if (t_cache != &g_empty_cache) return t_cache;
-  if (t_exited || !ensure_initialised()) return nullptr;
+  if (ThreadCache* cache = t_cache; cache != &g_empty_cache) {
+    if (!cache->exit_value_set.load(std::memory_order_relaxed)) [[unlikely]]
+      set_exit_value(*cache);  // a fiber's deletion dropped it (on_thread_exit)
+    return cache;
+  }
+  if (os_thread_marked_exited() || !ensure_initialised()) return nullptr;
   ThreadCache* cache = new_cache(wait_for_fork);
   if (cache == nullptr) return nullptr;
   t_cache = cache;
-  // Registers the exit flush. For keys past the first 32 glibc allocates here; the cache is
-  // already in place to serve that allocation.
-  os_set_thread_exit_value(cache);
+  set_exit_value(*cache);
   return cache;
 }
 

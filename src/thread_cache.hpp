@@ -223,6 +223,11 @@ class ThreadCache {
   // Under the registry lock, in a recycled cache: its slot pages were not given back when its
   // thread exited (thread_cache.cpp, retire_cache).
   bool slot_pages_kept = false;
+  // Whether a value of the thread-exit callback holds the cache (os_set_thread_exit_value). On
+  // Windows a fiber's deletion drops the value it held, on whichever thread deletes the fiber:
+  // the callback then clears this, and the owner's next slow path sets the value again in the
+  // fiber it runs (own_thread_cache). Atomic: the deleting thread may be another than the owner.
+  std::atomic<bool> exit_value_set{false};
   // Scratch of reclaim_caches, under `lock`: the next cache being reclaimed.
   ThreadCache* reclaim_next = nullptr;
   // Slow-path housekeeping (decay.hpp): the flush epoch this cache last emptied itself at (read

@@ -18,12 +18,14 @@ extern "C" {
 #endif
 
 /* The allocation functions under poolalloc's names, for an engine that routes its own allocator
- * interface to poolalloc: on Linux the same functions as malloc, free, realloc, aligned_alloc
- * and malloc_usable_size, with glibc's semantics; on Windows, where the C runtime keeps its
- * malloc, the way in to the pools from C (docs/windows.md). A block from any of them may be
- * given to any other, and to operator delete; poolalloc_free and poolalloc_realloc also take the
- * blocks of the C runtime's malloc (strdup's, on Windows too). */
+ * interface to poolalloc: on Linux the same functions as malloc, calloc, free, realloc,
+ * aligned_alloc and malloc_usable_size, with glibc's semantics; on Windows, where the C runtime
+ * keeps its malloc, the way in to the pools from C (docs/windows.md). A block from any of them
+ * may be given to any other, and to operator delete; poolalloc_free and poolalloc_realloc also
+ * take the blocks of the C runtime's malloc (strdup's, on Windows too). poolalloc_calloc returns
+ * count * size zeroed bytes, or NULL with errno ENOMEM when the product overflows. */
 void* poolalloc_malloc(size_t size);
+void* poolalloc_calloc(size_t count, size_t size);
 void poolalloc_free(void* p);
 void* poolalloc_realloc(void* p, size_t size);
 void* poolalloc_aligned_alloc(size_t alignment, size_t size);

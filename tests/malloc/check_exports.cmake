@@ -16,7 +16,7 @@ endif()
 set(required_c
   malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc
   malloc_usable_size malloc_trim malloc_stats mallinfo2 mallinfo malloc_info
-  poolalloc_malloc poolalloc_free poolalloc_realloc poolalloc_aligned_alloc poolalloc_usable_size
+  poolalloc_malloc poolalloc_calloc poolalloc_free poolalloc_realloc poolalloc_aligned_alloc poolalloc_usable_size
   poolalloc_owns poolalloc_print_stats poolalloc_get_stats poolalloc_version
   poolalloc_profile_sample poolalloc_profile_dump
   poolalloc_tag_register poolalloc_tag_push poolalloc_tag_pop poolalloc_tag_current

@@ -4,7 +4,10 @@
 // reported.
 #include <gtest/gtest.h>
 #include <poolalloc/poolalloc.h>
+#include <windows.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -80,6 +83,42 @@ TEST(WindowsCApi, TheCApiServesAndTakesBlocks) {
   EXPECT_EQ(poolalloc_realloc(poolalloc_malloc(8), 0), nullptr);  // freed, as glibc does
 }
 
+TEST(WindowsCApi, PoolallocCallocZeroesItsBlockAndRefusesAnOverflowingProduct) {
+  auto* reused = static_cast<unsigned char*>(poolalloc_malloc(1000));
+  std::memset(reused, 0xa5, 1000);
+  poolalloc_free(reused);
+  auto* zeroed = static_cast<unsigned char*>(poolalloc_calloc(10, 100));  // the same class
+  ASSERT_NE(zeroed, nullptr);
+  EXPECT_TRUE(poolalloc_owns(zeroed));
+  for (std::size_t i = 0; i < poolalloc_usable_size(zeroed); ++i) ASSERT_EQ(zeroed[i], 0) << i;
+  poolalloc_free(zeroed);
+  auto* large = static_cast<unsigned char*>(poolalloc_calloc(1000, 100));
+  ASSERT_NE(large, nullptr);
+  EXPECT_FALSE(poolalloc_owns(large));
+  for (int i = 0; i < 100000; ++i) ASSERT_EQ(large[i], 0) << i;
+  poolalloc_free(large);
+  errno = 0;
+  EXPECT_EQ(poolalloc_calloc(SIZE_MAX / 2, 3), nullptr);
+  EXPECT_EQ(errno, ENOMEM);
+  void* empty = poolalloc_calloc(0, 8);
+  EXPECT_NE(empty, nullptr);
+  poolalloc_free(empty);
+}
+
+// The tag example of docs/statistics.md, with poolalloc_calloc: its blocks reach the pools, and
+// the tag counts them, on Windows as on Linux.
+TEST(WindowsTags, ABlockOfPoolallocCallocIsChargedToTheCurrentTag) {
+  const int ai = poolalloc_tag_register("AI");
+  ASSERT_EQ(poolalloc_tag_push(ai), 0);
+  void* agents = poolalloc_calloc(1000, 16);
+  poolalloc_tag_pop();
+  poolalloc_tag_stats stats{};
+  ASSERT_EQ(poolalloc_get_tag_stats(ai, &stats), 0);
+  EXPECT_EQ(stats.live_bytes, poolalloc_usable_size(agents));  // its size class's
+  EXPECT_EQ(stats.live_blocks, 1u);
+  poolalloc_free(agents);
+}
+
 TEST(WindowsCApi, BlocksAboveThePoolsComeFromTheCRuntimesHeap) {
   void* large = poolalloc_malloc(1 << 20);
   ASSERT_NE(large, nullptr);
@@ -110,9 +149,39 @@ TEST(WindowsCApi, ABlockOfTheCRuntimesMallocCanBeGivenToPoolallocFreeAndDelete) 
 TEST(WindowsCApiDeathTest, APointerNeitherThePoolsNorTheCRuntimeHandedOutIsReported) {
   static char not_a_block[64];
   EXPECT_DEATH(poolalloc_free(opaque(not_a_block + 16)),
-               "poolalloc: free\\(\\w+\\): not a block: neither the pools nor the C runtime's "
-               "heap handed it out");
+               "poolalloc: free\\(\\w+\\): not a block: not the pools', nor a live block of "
+               "the C runtime's heap");
   EXPECT_DEATH(::operator delete(opaque(not_a_block + 32)), "not a block");
+}
+
+DWORD WINAPI free_twice_then_delete(void* block) {
+  std::free(opaque(block));
+  ::operator delete(opaque(block));  // the thread's first call into poolalloc
+  return 0;
+}
+
+// The C runtime's heap says whether it holds a block (HeapValidate): one it freed already is not
+// given to its free a second time, also by the first call of a thread, which allocates the
+// thread's emulated thread-local storage from that heap (it was handed the freed block, and
+// freed it). (Freed inside the statement: the death test's own strdup of its pattern would
+// otherwise be handed the freed block.)
+TEST(WindowsCApiDeathTest, ABlockTheCRuntimeFreedAlreadyIsReported) {
+  void* block = opaque(std::malloc(100));
+  EXPECT_DEATH(
+      {
+        std::free(opaque(block));
+        poolalloc_free(opaque(block));
+      },
+      "poolalloc: free\\(\\w+\\): not a block: not the pools', nor a live block of the C "
+      "runtime's heap \\(one it freed already");
+  EXPECT_DEATH(
+      {
+        HANDLE thread = CreateThread(nullptr, 0, free_twice_then_delete, block, 0, nullptr);
+        WaitForSingleObject(thread, INFINITE);
+      },
+      "poolalloc: free\\(\\w+\\): not a block: not the pools', nor a live block of the C "
+      "runtime's heap \\(one it freed already");
+  std::free(block);
 }
 
 TEST(WindowsCApiDeathTest, AnInteriorPointerIntoThePoolsIsReported) {
@@ -125,6 +194,26 @@ TEST(WindowsCApiDeathTest, ADoubleFreeIsReported) {
   void* block = poolalloc_malloc(64);
   poolalloc_free(block);
   EXPECT_DEATH(poolalloc_free(block), "double free of the 64-byte block");
+}
+
+// A block above the pools (the C runtime's) leaves its memory tag at its free, as on Linux.
+TEST(WindowsTags, ABlockAboveThePoolsIsDischargedFromItsTagAtItsFree) {
+  const int tag = poolalloc_tag_register("windows_large");
+  ASSERT_GT(tag, 0);
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  void* large = poolalloc_malloc(100000);
+  void* allocated = ::operator new(50000);
+  poolalloc_tag_stats charged{};
+  ASSERT_EQ(poolalloc_get_tag_stats(tag, &charged), 0);
+  poolalloc_free(large);
+  ::operator delete(allocated);
+  poolalloc_tag_stats discharged{};
+  ASSERT_EQ(poolalloc_get_tag_stats(tag, &discharged), 0);
+  poolalloc_tag_pop();
+  EXPECT_EQ(charged.live_bytes, 150000u);
+  EXPECT_EQ(charged.live_blocks, 2u);
+  EXPECT_EQ(discharged.live_bytes, 0u);
+  EXPECT_EQ(discharged.live_blocks, 0u);
 }
 
 TEST(WindowsStats, ThePrintedTableCountsThePooledRequests) {

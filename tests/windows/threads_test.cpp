@@ -1,7 +1,8 @@
 // Threads of every kind Windows has, on libpoolalloc.a (mingw-w64, run under wine), at the
 // default options: 64 threads that free each other's blocks and exit holding cached ones; threads
 // of CreateThread that never call into the C++ runtime, of _beginthreadex, ended by ExitThread;
-// and a thread ended by TerminateThread, whose cache no exit callback flushes.
+// and a thread ended by TerminateThread, whose cache no exit callback flushes; fibers deleted on
+// the thread that made its cache in them and on another thread.
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
@@ -138,6 +139,107 @@ TEST(WindowsThreads, ACacheOfAThreadEndedByTerminateThreadIsReapedByALaterDecayS
     SwitchToThread();
   }
   EXPECT_EQ(live_caches(), caches_before);
+}
+
+// Destructors of thread_local objects run after the thread's exit callback (mingw-w64's emulated
+// thread-local storage reads fresh then): what they free and allocate goes to the central lists,
+// and leaves no cache of the dead thread behind.
+struct FreesAtThreadExit {
+  void* block = nullptr;
+  ~FreesAtThreadExit() {
+    poolalloc_free(block);
+    poolalloc_free(poolalloc_malloc(64));
+  }
+};
+thread_local FreesAtThreadExit t_frees_at_exit;
+
+DWORD WINAPI allocate_for_a_thread_local(void*) {
+  t_frees_at_exit.block = poolalloc_malloc(64);
+  return 0;
+}
+
+TEST(WindowsThreads, AThreadLocalsDestructorThatAllocatesAndFreesLeavesNoCacheOfTheDeadThread) {
+  const std::uint64_t caches_before = live_caches();
+  const std::uint64_t live_before = pooled_live();
+  for (int i = 0; i < 8; ++i) {
+    HANDLE thread = CreateThread(nullptr, 0, allocate_for_a_thread_local, nullptr, 0, nullptr);
+    ASSERT_NE(thread, nullptr);
+    WaitForSingleObject(thread, INFINITE);
+    CloseHandle(thread);
+  }
+  EXPECT_EQ(live_caches(), caches_before);
+  EXPECT_EQ(pooled_live(), live_before);
+}
+
+// A thread's first allocation runs in a fiber, which is deleted later, by the thread itself or by
+// another: the fiber's callback must not take the cache from the living thread, and the thread's
+// exit still gives it back.
+struct FiberThread {
+  void* thread_fiber = nullptr;
+  void* first_fiber = nullptr;  // where the thread's first allocation runs
+  HANDLE first_allocated = nullptr;
+  HANDLE fiber_deleted = nullptr;  // set: another thread deletes the fiber
+  std::uint64_t caches_after_deletion = 0;
+};
+
+void WINAPI allocate_first_in_a_fiber(void* context) {
+  poolalloc_free(poolalloc_malloc(48));
+  SwitchToFiber(static_cast<FiberThread*>(context)->thread_fiber);
+}
+
+// Slow paths of the thread's own: refills and flushes of its bin.
+void allocate_and_free_many() {
+  static thread_local void* blocks[1000];
+  for (int round = 0; round < 10; ++round) {
+    for (void*& block : blocks) block = poolalloc_malloc(48);
+    for (void* block : blocks) poolalloc_free(block);
+  }
+}
+
+DWORD WINAPI run_a_fiber_then_delete_it(void* context) {
+  auto* run = static_cast<FiberThread*>(context);
+  run->thread_fiber = ConvertThreadToFiber(nullptr);
+  run->first_fiber = CreateFiber(0, allocate_first_in_a_fiber, run);
+  SwitchToFiber(run->first_fiber);
+  if (run->fiber_deleted == nullptr) {
+    DeleteFiber(run->first_fiber);
+  } else {
+    SetEvent(run->first_allocated);
+    WaitForSingleObject(run->fiber_deleted, INFINITE);
+  }
+  run->caches_after_deletion = live_caches();
+  allocate_and_free_many();
+  ConvertFiberToThread();
+  return 0;
+}
+
+TEST(WindowsFibers, DeletingTheFiberThatMadeAThreadsCacheLeavesTheThreadItsCache) {
+  const std::uint64_t caches_before = live_caches();
+  FiberThread run;
+  HANDLE thread = CreateThread(nullptr, 0, run_a_fiber_then_delete_it, &run, 0, nullptr);
+  ASSERT_NE(thread, nullptr);
+  WaitForSingleObject(thread, INFINITE);
+  CloseHandle(thread);
+  EXPECT_EQ(run.caches_after_deletion, caches_before + 1);  // the living thread's
+  EXPECT_EQ(live_caches(), caches_before);                  // given back at its exit
+}
+
+TEST(WindowsFibers, AFiberDeletedOnAnotherThreadLeavesItsThreadTheCacheAndItsExitGivesItBack) {
+  const std::uint64_t caches_before = live_caches();
+  FiberThread run;
+  run.first_allocated = CreateEventA(nullptr, TRUE, FALSE, nullptr);
+  run.fiber_deleted = CreateEventA(nullptr, TRUE, FALSE, nullptr);
+  HANDLE thread = CreateThread(nullptr, 0, run_a_fiber_then_delete_it, &run, 0, nullptr);
+  ASSERT_NE(thread, nullptr);
+  WaitForSingleObject(run.first_allocated, INFINITE);
+  DeleteFiber(run.first_fiber);  // its callback runs here, on this thread
+  SetEvent(run.fiber_deleted);
+  WaitForSingleObject(thread, INFINITE);
+  CloseHandle(thread);
+  CloseHandle(run.first_allocated);
+  CloseHandle(run.fiber_deleted);
+  EXPECT_EQ(run.caches_after_deletion, caches_before + 1);
+  EXPECT_EQ(live_caches(), caches_before);  // at the thread's exit, with no decay step
 }
 
 }  // namespace
