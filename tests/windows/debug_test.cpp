@@ -9,14 +9,9 @@
 #include <cstring>
 #include <new>
 
-namespace {
+#include "opaque_pointer.hpp"
 
-// The pointer, hidden from the compiler's checks of mismatched deletes and uses after free.
-void* opaque(void* p) {
-  static void* volatile passed;
-  passed = p;
-  return passed;
-}
+namespace {
 
 TEST(WindowsDebugHeap, ABlockOfTheCRuntimesMallocIsTakenAsTheReleaseBuildTakesIt) {
   char* copy = strdup("a string the C runtime allocated");

@@ -12,15 +12,9 @@
 #include <cstring>
 #include <new>
 
-namespace {
+#include "opaque_pointer.hpp"
 
-// The pointer, hidden from the compiler's checks of mismatched and non-heap deletes: these tests
-// make those mistakes on purpose.
-void* opaque(void* p) {
-  static void* volatile passed;
-  passed = p;
-  return passed;
-}
+namespace {
 
 TEST(WindowsOperators, EveryFormOfOperatorNewIsServedByThePools) {
   void* plain = ::operator new(64);
