@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <random>
+#include <unordered_set>
 #include <vector>
 
 #include "test_seed.hpp"
@@ -26,7 +26,8 @@ std::int64_t inuse_bytes() {
 TEST(HeapSamples, EveryRecordedBlockIsFoundAtItsFreeInAnyOrder) {
   const std::uint64_t seed = poolalloc_test::test_seed(25);
   std::mt19937_64 random(seed);
-  std::vector<std::uintptr_t> live;
+  std::vector<std::uintptr_t> live;  // to pick one at random
+  std::unordered_set<std::uintptr_t> is_live;
   const void* frames[2] = {reinterpret_cast<const void*>(0x1000),
                            reinterpret_cast<const void*>(0x2000)};
   SampleTotals totals{};
@@ -34,13 +35,14 @@ TEST(HeapSamples, EveryRecordedBlockIsFoundAtItsFreeInAnyOrder) {
     if (live.empty() || random() % 3 != 0) {
       // Addresses that collide in the table's low bits, as glibc's do.
       const std::uintptr_t address = 0x10000 + (random() % (1 << 20)) * 16;
-      if (std::find(live.begin(), live.end(), address) != live.end()) continue;
+      if (!is_live.insert(address).second) continue;
       ASSERT_TRUE(record_sample(reinterpret_cast<const void*>(address), 256, 65536, frames,
                                 1 + random() % 2, 0, totals));
       live.push_back(address);
     } else {
       const std::size_t i = random() % live.size();
       ASSERT_TRUE(forget_sample(reinterpret_cast<const void*>(live[i]))) << "seed " << seed;
+      is_live.erase(live[i]);
       live[i] = live.back();
       live.pop_back();
     }
