@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs malloc_fuzzer for PA_TEST_FUZZ_SECONDS (default 60) over a copy of the committed
+# Runs malloc_fuzzer for PA_TEST_FUZZ_SECONDS (default 30) over a copy of the committed
 # seed corpus, so that what the fuzzer adds never lands in the source tree.
 #   run_fuzzer.sh <fuzzer> <seed corpus dir> <work dir> [libFuzzer options...]
 set -euo pipefail
 fuzzer=$1 seeds=$2 work=$3
 shift 3
-seconds=${PA_TEST_FUZZ_SECONDS:-60}
+seconds=${PA_TEST_FUZZ_SECONDS:-30}
 rm -rf "$work"
 mkdir -p "$work/corpus" "$work/artifacts"
 cp "$seeds"/* "$work/corpus/"
