@@ -1,6 +1,6 @@
-# Cross-compiles the toolkit and its tests for 64-bit Windows with Debian's mingw-w64 (posix
-# threads, for std::thread); CMakePresets.json's mingw preset runs the tests under wine. The
-# drop-in malloc is Linux-only and is not built.
+# Cross-compiles for 64-bit Windows with Debian's mingw-w64 (posix threads, for std::thread): the
+# toolkit, libpoolalloc.a and libpoolalloc-debug.a (docs/windows.md) and their tests, which
+# CMakePresets.json's mingw preset runs under wine.
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)
 set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc-posix)
