@@ -110,9 +110,28 @@ bool symbol_table_function(PeFile file, const IMAGE_NT_HEADERS64* image, std::ui
   return true;
 }
 
-// The export table of the image in memory: the exported function of the section that holds
-// `offset` that starts last at or before it. Forwarded exports (names of another DLL's
-// functions) are left out.
+// Where the function that holds `offset` starts, from the image's exception table (.pdata: the
+// first and last byte of every function that has unwind data, which x86-64's gcc gives every
+// function), or 0 when no entry holds it.
+std::uint32_t function_start(const std::byte* image, const IMAGE_NT_HEADERS64* nt,
+                             std::uint32_t offset) {
+  const std::size_t size = nt->OptionalHeader.SizeOfImage;
+  if (nt->OptionalHeader.NumberOfRvaAndSizes <= IMAGE_DIRECTORY_ENTRY_EXCEPTION) return 0;
+  const IMAGE_DATA_DIRECTORY directory =
+      nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXCEPTION];
+  if (directory.VirtualAddress > size || directory.Size > size - directory.VirtualAddress) return 0;
+  const auto* functions =
+      reinterpret_cast<const RUNTIME_FUNCTION*>(image + directory.VirtualAddress);
+  for (std::size_t i = 0; i < directory.Size / sizeof(RUNTIME_FUNCTION); ++i) {
+    if (offset - functions[i].BeginAddress < functions[i].EndAddress - functions[i].BeginAddress)
+      return functions[i].BeginAddress;
+  }
+  return 0;
+}
+
+// The export table of the image in memory: the exported function that starts where the function
+// that holds `offset` starts (function_start). Another function's export is no name for it (the
+// table gives no sizes): a call site in a function that is not exported gets none.
 bool exported_function(const std::byte* image, const IMAGE_NT_HEADERS64* nt, std::uint32_t offset,
                        char* name, std::size_t capacity, std::uint32_t& start) {
   const std::size_t size = nt->OptionalHeader.SizeOfImage;
@@ -134,23 +153,17 @@ bool exported_function(const std::byte* image, const IMAGE_NT_HEADERS64* nt, std
   const auto* functions = reinterpret_cast<const DWORD*>(image + exports->AddressOfFunctions);
   const auto* names = reinterpret_cast<const DWORD*>(image + exports->AddressOfNames);
   const auto* ordinals = reinterpret_cast<const WORD*>(image + exports->AddressOfNameOrdinals);
-  const int section = section_of(nt, offset);
-  bool found = false;
-  DWORD best_name = 0;
+  const std::uint32_t holder = function_start(image, nt, offset);
+  if (holder == 0) return false;
   for (DWORD i = 0; i < exports->NumberOfNames; ++i) {
-    if (ordinals[i] >= exports->NumberOfFunctions || names[i] >= size) continue;
-    const DWORD function = functions[ordinals[i]];
-    if (function - directory.VirtualAddress < directory.Size || function > offset ||
-        (found && function <= start) || section_of(nt, function) != section)
+    if (ordinals[i] >= exports->NumberOfFunctions || names[i] >= size ||
+        functions[ordinals[i]] != holder)
       continue;
-    start = function;
-    best_name = names[i];
-    found = true;
+    copy_name(name, capacity, reinterpret_cast<const char*>(image + names[i]), size - names[i]);
+    start = holder;
+    return true;
   }
-  if (found) {
-    copy_name(name, capacity, reinterpret_cast<const char*>(image + best_name), size - best_name);
-  }
-  return found;
+  return false;
 }
 
 }  // namespace

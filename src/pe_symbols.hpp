@@ -25,9 +25,10 @@ PeFile map_pe_file(const char* mapped_path);
 // The function of the module loaded at `image` that holds the address image + `offset`: its name
 // (mangled as the compiler wrote it) copied into `name`, NUL-terminated and cut to `capacity`
 // bytes, and the offset of its first byte in `start`. From `file`'s symbol table when `file` is
-// the module's (its headers' time stamp and image size are those of the image), else from the
-// image's export table. The function is the symbol that starts last at or before the address, in
-// the section that holds it. False when neither table has one.
+// the module's (its headers' time stamp and image size are those of the image): the function
+// symbol that starts last at or before the address in the section that holds it. Else from the
+// image's export table: the export that starts where the image's exception table says that the
+// function holding the address starts. False when neither names it.
 bool pe_function_at(const std::byte* image, PeFile file, std::uint32_t offset, char* name,
                     std::size_t capacity, std::uint32_t& start);
 
