@@ -143,7 +143,7 @@ ThreadCache* new_cache(bool wait_for_fork) {
   cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
-  cache->clock_look = ClockLook{};
+  cache->clock_look = new_clock_look();
   CacheBins::calls_before_clock(*cache) = kSlowPathsPerClockCheck;
   // The first malloc's slow path draws the distance to the first sample (count_malloc_bytes).
   CacheBins::malloc_bytes_before_slow_path(*cache) = 0;
@@ -485,8 +485,7 @@ void* refill_and_allocate(unsigned cls) {
       bin.set_count(take_blocks(bin_index, bin.bottom_slot(),
                                 std::max<std::uint32_t>(1, bin.limit() / 2),
                                 kFirstTouchesPerRefill));
-      cache->clock_look.freed_bytes = std::max<std::int64_t>(
-          0, cache->clock_look.freed_bytes - std::int64_t{bin.count()} * class_size(cls));
+      note_bytes_taken(cache->clock_look, std::int64_t{bin.count()} * class_size(cls));
       grow(*cache, bin_index);
       if (bin.count() == 0) return nullptr;
     }
@@ -524,7 +523,7 @@ void flush_and_deallocate(unsigned bin_index, void* block) {
     // blocks that pin spans.
     if (cache->clock_look.mass_free && !decay_runs_in_background() &&
         bin.count() >= initial_limit(cls)) {
-      cache->clock_look.freed_bytes += std::int64_t{bin.count()} * class_size(cls);
+      note_bytes_given(cache->clock_look, std::int64_t{bin.count()} * class_size(cls));
       empty_bin_into_spans(*cache, bin_index);
     }
     if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
@@ -534,7 +533,7 @@ void flush_and_deallocate(unsigned bin_index, void* block) {
       const std::uint32_t older = bin.count() / 2;
       void** const bottom = bin.bottom_slot();
       give_blocks(bin_index, bottom, older);
-      cache->clock_look.freed_bytes += std::int64_t{older} * class_size(cls);
+      note_bytes_given(cache->clock_look, std::int64_t{older} * class_size(cls));
       bin.top.store(std::copy(bottom + older, bin.top_slot(), bottom), std::memory_order_relaxed);
     }
     *bin.top_slot() = block;
