@@ -273,7 +273,10 @@ TEST(Pool, SpawnFillsTheLowestFreeSlotWhateverTheDespawnOrder) {
   Pool<Counted> pool(200);
   std::vector<Counted*> live;
   for (int i = 0; i < 200; ++i) live.push_back(pool.spawn(i));
-  for (int i = 1; i < 200; ++i) ASSERT_EQ(live[i], live[0] + i);  // address order
+  const auto first = reinterpret_cast<std::uintptr_t>(live[0]);
+  for (int i = 1; i < 200; ++i) {  // address order, a slot apart
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(live[i]), first + i * Pool<Counted>::slot_bytes());
+  }
   std::vector<int> order(200);
   for (int i = 0; i < 200; ++i) order[i] = i;
   const unsigned seed = 42;
@@ -488,6 +491,34 @@ TEST(Pool, AHandleSeesNoNewcomerInTheSlotCompactionEmptied) {
   EXPECT_EQ(pool.get(moved)->value, 2);
   EXPECT_NE(pool.handle_of(newcomer), moved);
   pool.for_each([&](Counted& c) { pool.despawn(&c); });
+}
+
+// A moved object's handle is found through the table of slots by id, not in the slot of its id's
+// number, which now holds an object of another id.
+TEST(Pool, AMovedObjectsHandleResolvesAndDespawnsWhileTheSlotOfItsIdHoldsAnotherObject) {
+  Pool<Counted> pool(3);
+  Counted* first = pool.spawn(1);
+  Counted* second = pool.spawn(2);
+  const Handle<Counted> moved = pool.handle_of(pool.spawn(3));  // id 2, moves to slot 0
+  pool.despawn(first);
+  pool.despawn(second);
+  ASSERT_EQ(pool.compact(), 1u);
+  const Handle<Counted> in_slot_one = pool.handle_of(pool.spawn(4));
+  const Handle<Counted> in_slot_two = pool.handle_of(pool.spawn(5));  // the slot of id 2
+  EXPECT_NE(in_slot_two.id(), moved.id());
+  ASSERT_NE(pool.get(moved), nullptr);
+  EXPECT_EQ(pool.get(moved)->value, 3);
+  EXPECT_EQ(pool.get(in_slot_two)->value, 5);
+  pool.despawn(moved);
+  EXPECT_EQ(pool.get(moved), nullptr);
+  EXPECT_EQ(pool.get(in_slot_one)->value, 4);
+  EXPECT_EQ(pool.get(in_slot_two)->value, 5);
+  const Handle<Counted> again =
+      pool.handle_of(pool.spawn(6));  // slot 0: id 2 again, a new generation
+  EXPECT_EQ(again.id(), moved.id());
+  EXPECT_EQ(pool.get(moved), nullptr);
+  EXPECT_EQ(pool.get(again)->value, 6);
+  pool.clear();
 }
 
 TEST(Pool, DestroyingThePoolDestroysTheLiveObjects) {

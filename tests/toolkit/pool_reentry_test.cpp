@@ -229,7 +229,7 @@ TEST(PoolWalk, ShrinkDuringForEachDoesNothingAndTheWalkVisitsOnlyLiveObjects) {
   });
   EXPECT_EQ(visits, 10);
   EXPECT_EQ(released_in_walk, 0u);
-  EXPECT_EQ(pool.shrink(), 64 * sizeof(Id));
+  EXPECT_EQ(pool.shrink(), 64 * Pool<Id>::slot_bytes());
   EXPECT_EQ(pool.capacity(), 10u);
 }
 
@@ -259,7 +259,7 @@ TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
   pool.clear();
   EXPECT_EQ(Leader::destroyed, 4);
   EXPECT_EQ(Leader::released, 0u);
-  EXPECT_EQ(pool.shrink(), 64 * sizeof(Leader));
+  EXPECT_EQ(pool.shrink(), 64 * Pool<Leader>::slot_bytes());
 }
 
 // Restarts its level when it is built: clears its pool, or walks it, or despawns the first object
@@ -507,7 +507,7 @@ TEST(PoolCompact, ShrinkFromTheMovedCallbackDoesNothingAndEveryObjectMoves) {
     std::vector<int> values;
     for (const Value& v : pool) values.push_back(v.value);
     EXPECT_EQ(values, (std::vector<int>{79, 5}));
-    EXPECT_EQ(pool.shrink(), (64 + 74) * sizeof(Value));
+    EXPECT_EQ(pool.shrink(), (64 + 74) * Pool<Value>::slot_bytes());
   }
   EXPECT_EQ(Value::alive, 0);
 }
