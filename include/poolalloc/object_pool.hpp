@@ -4,9 +4,10 @@
 //   packed in address order however they die, and a walk with for_each() or the iterators is a
 //   walk over contiguous memory. spawn and despawn cost a few instructions each and read no freed
 //   slot.
-// - Handle<T>: an id plus a generation (detail/handle_table.hpp). get() returns nullptr once the
-//   object is gone, even when its slot holds another one (for 2^32 spawns into the slot, where the
-//   32-bit generation wraps), and after compact() still finds it.
+// - Handle<T>: an id plus a generation (detail/handle_table.hpp), kept in a stamp beside the
+//   object in its slot, so that get() reads one line or two, as a slot map does. get() returns
+//   nullptr once the object is gone, even when its slot holds another one (for 2^32 spawns into
+//   the slot, where the 32-bit generation wraps), and after compact() still finds it.
 // - compact() moves live objects down into the free slots below them.
 // - clear(), and destroying the pool, destroy the objects still alive, whose destructors may
 //   despawn and spawn; with debug checks the destruction first lists them (set_leak_report).

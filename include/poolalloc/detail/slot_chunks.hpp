@@ -31,13 +31,12 @@ class SlotChunks {
     T* slots;
     std::uint32_t first;  // the slot number of slots[0]
     std::uint32_t count;
+    std::uintptr_t bytes;  // count * sizeof(T): despawn's bounds check takes no multiply
 
     [[nodiscard]] std::uintptr_t offset_of(const void* object) const {
       return reinterpret_cast<std::uintptr_t>(object) - reinterpret_cast<std::uintptr_t>(slots);
     }
-    [[nodiscard]] bool holds(const void* object) const {
-      return offset_of(object) < std::uintptr_t{count} * sizeof(T);
-    }
+    [[nodiscard]] bool holds(const void* object) const { return offset_of(object) < bytes; }
   };
 
   // The fewest slots of a chunk after the first.
@@ -59,7 +58,7 @@ class SlotChunks {
     static_assert(alignof(T) > 1, "kSplit needs bit 0 of a base");
     reserve(count);
     const std::uint32_t first = capacity_;
-    chunks_.push_back({slots, first, count});
+    chunks_.push_back({slots, first, count, std::uintptr_t{count} * sizeof(T)});
     capacity_ = first + count;
     if (chunks_.size() == 1) {
       first_ = chunks_.front();
