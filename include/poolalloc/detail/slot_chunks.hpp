@@ -105,6 +105,8 @@ class SlotChunks {
   [[nodiscard]] std::uint32_t capacity() const { return capacity_; }
   [[nodiscard]] std::size_t count() const { return chunks_.size(); }
   [[nodiscard]] const std::vector<Chunk>& chunks() const { return chunks_; }
+  // The first chunk, or one of no slots.
+  [[nodiscard]] const Chunk& first() const { return first_; }
 
   // O(1): the first chunk's slots directly, the others' through their word's record.
   [[nodiscard]] T* address_of(std::uint32_t slot) const {
@@ -123,6 +125,14 @@ class SlotChunks {
     if (base & kSplit) [[unlikely]]
       return by_word_[slot / 64].address_of(slot);
     return reinterpret_cast<T*>(base + slot * sizeof(T));
+  }
+
+  // address_of(slot) for a slot past the first chunk and below capacity().
+  [[nodiscard]] T& past_first(std::uint32_t slot) const {
+    const std::uintptr_t base = base_by_word_[slot / 64];
+    if (base & kSplit) [[unlikely]]
+      return *by_word_[slot / 64].address_of(slot);
+    return *reinterpret_cast<T*>(base + slot * sizeof(T));
   }
 
   // Where the slots of one word lie: the slots below `split` in the chunk of base `low`, the others
