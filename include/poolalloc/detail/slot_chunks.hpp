@@ -8,10 +8,10 @@
 // with one more load from a table that stays in the caches (24 bytes per 64 slots, kept only
 // once there is a second chunk: the first chunk's slots are found without it). Every chunk but
 // the first has at least 64 slots, so 64 slots lie in at most two chunks: the record holds both
-// bases and the slot where the second begins. A resolve of one slot (Pool<T>::get, at random)
-// reads a second table, of the one base of each word's slots (8 bytes per 64 slots, 16 KB for
-// 131,072 slots, which the L1 cache holds where it would not hold the records: 1.4x a one-chunk
-// pool's time at random, against 1.2x), marked where the word is split between two chunks.
+// bases and the slot where the second begins. A resolve of one slot at random (Pool<T>::get)
+// reads a second table, of the one base of each word's slots, marked where the word is split
+// between two chunks: 8 bytes per 64 slots, 16 KB for 131,072 slots where the records take 48 KB,
+// more of which stays in the L1 cache.
 //
 // From an address to its slot (despawn, handle_of): the first chunk, then the others from the
 // last down. Chunks that double, as a growable pool's do, hold half the slots in the last, a
@@ -120,11 +120,7 @@ class SlotChunks {
   [[nodiscard]] T* address_if_held(std::uint32_t slot) const {
     if (slot < first_.count) [[likely]]
       return first_.slots + slot;
-    if (slot >= capacity_) return nullptr;
-    const std::uintptr_t base = base_by_word_[slot / 64];
-    if (base & kSplit) [[unlikely]]
-      return by_word_[slot / 64].address_of(slot);
-    return reinterpret_cast<T*>(base + slot * sizeof(T));
+    return slot < capacity_ ? &past_first(slot) : nullptr;
   }
 
   // address_of(slot) for a slot past the first chunk and below capacity().
