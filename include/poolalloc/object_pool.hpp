@@ -19,10 +19,12 @@
 //   aborts before any destructor runs. Debug checks (POOLALLOC_DEBUG, or DebugChecks::on) add
 //   fill patterns, and check on spawn that no despawned slot was written to.
 //
-// A fixed pool is one chunk of slots; a growable one adds a chunk as large as the pool so far, and
-// at least 64 slots, when full (or on reserve()), and never moves an object to grow; a slot's
-// address is found in O(1) however many chunks (detail/slot_chunks.hpp). Not thread-safe, by
-// choice: use one pool per thread (or Synchronized<Pool<T>>).
+// A fixed pool is one chunk of slots; a growable one, when full (or on reserve()), adds a chunk
+// that takes its capacity to at least twice what it was, and at least 64 slots more, rounded up
+// to a power of two, and never moves an object to grow; a slot's address is found in O(1) however
+// many chunks (detail/slot_chunks.hpp). Creating or growing a pool touches none of its slots: a
+// slot gets its stamp when it is first used. Not thread-safe, by choice: use one pool per thread
+// (or Synchronized<Pool<T>>).
 #pragma once
 
 #include <algorithm>
@@ -110,7 +112,7 @@ class Pool {
   explicit Pool(std::size_t capacity, Growth growth = Growth::fixed,
                 DebugChecks debug = kDefaultDebugChecks)
       : growth_(growth), debug_(debug == DebugChecks::on) {
-    add_chunk(capacity);
+    grow_to(capacity);
   }
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -151,7 +153,7 @@ class Pool {
   [[nodiscard]] T* spawn(Args&&... args) {
     std::uint32_t slot = free_.take_lowest_free();
     if (slot == detail::SlotBitmap::kNone) [[unlikely]] {
-      if (growth_ == Growth::fixed || !add_chunk(growth())) {
+      if (growth_ == Growth::fixed || !grow_to(growth())) {
         return nullptr;
       }
       slot = free_.take_lowest_free();
@@ -160,8 +162,11 @@ class Pool {
       check_untouched_since_despawn(slot, "spawn");
     // The generation moves first, so that handle_of(this) in the constructor gives the handle
     // that spawn's object has; a constructor that throws leaves it moved, so that such a handle
-    // never resolves. The handle resolves once the constructor has returned.
+    // never resolves. The handle resolves once the constructor has returned. The lowest free slot
+    // is at most the first never used, which gets its stamp here.
     Slot& place = slot_at(slot);
+    if (slot >= stamped_) [[unlikely]]
+      stamp_new_slots(slot + 1);
     const Stamp stamp = Handles::next_generation(place.stamp);
     place.stamp = stamp;
     T* object = build_in(slot, place, std::forward<Args>(args)...);
@@ -178,15 +183,15 @@ class Pool {
   // to it; a growable pool grows to hold the id (call reserve() first for a whole level; for
   // untrusted data use a fixed pool, or check ids first). Meant for a new pool: a cleared one may
   // give an id back a generation it handed out before, so that its old handles resolve again.
-  // O(1) but for the growth; if T's constructor throws, as spawn().
+  // O(1) but for the growth and, the first time the pool reaches the id, the stamps of the slots
+  // below it that were never used (8 bytes each, once); if T's constructor throws, as spawn().
   template <class... Args>
   [[nodiscard]] T* spawn_at(Handle<T> handle, Args&&... args) {
     const detail::HandleKey key = handle.key_;
     if (key.id >= Handles::kMaxIds) return nullptr;  // the default handle's id too
     const std::uint32_t slot = key.id < handles_.ids() ? handles_.slot_of(key.id) : key.id;
     if (slot >= capacity()) {
-      if (growth_ == Growth::fixed ||
-          !add_chunk(std::max(std::size_t{slot} + 1 - capacity(), growth()))) {
+      if (growth_ == Growth::fixed || !grow_to(std::max(std::size_t{slot} + 1, growth()))) {
         return nullptr;
       }
     }
@@ -194,6 +199,7 @@ class Pool {
     if (debug_) [[unlikely]]
       check_untouched_since_despawn(slot, "spawn_at");
     free_.take(slot);
+    if (slot >= stamped_) stamp_new_slots(slot + 1);
     Slot& place = slot_at(slot);
     place.stamp = Handles::not_live(key);
     T* object = build_in(slot, place, std::forward<Args>(args)...);
@@ -214,8 +220,9 @@ class Pool {
     // The object starts its slot (slot_in checked it): the slot is at its address. (Indexing the
     // chunk would cost a churn pair 9 instructions more.)
     Slot& place = *std::launder(reinterpret_cast<Slot*>(object));
-    // Not the slot's live object: free, being built, or compact()'s source of a move.
-    if (!Handles::is_live(place.stamp)) [[unlikely]] {
+    // Not the slot's live object: free (maybe never used, without a stamp), being built, or
+    // compact()'s source of a move.
+    if (slot >= stamped_ || !Handles::is_live(place.stamp)) [[unlikely]] {
       if (is_dying(slot)) return;
       // destroyed by clear() already, before the despawning destructor
       if (destroying_ && free_.is_free(slot)) return;
@@ -276,7 +283,8 @@ class Pool {
   // The object `handle` refers to; nullptr once it was despawned (from when its destructor has
   // returned), before its constructor has returned, for a default handle, and for a handle of
   // another pool. O(1): one index and one compare with the stamp beside the object, as a slot
-  // map; for an object that compact() moved, a load more (its slot by id).
+  // map (past a grown pool's first chunk, a bit scan and a load from a table of 31 bases more);
+  // for an object that compact() moved, a load more (its slot by id).
   [[nodiscard]] T* get(Handle<T> handle) { return find(handle.key_); }
   [[nodiscard]] const T* get(Handle<T> handle) const { return find(handle.key_); }
 
@@ -375,8 +383,11 @@ class Pool {
     while (chunks_.count() > 1 &&
            (highest == detail::SlotBitmap::kNone || highest < chunks_.chunks().back().first)) {
       const Chunk& last = chunks_.chunks().back();
-      if (!detail::returns_without_bad_alloc([&] { handles_.reserve_parking(last.count); })) break;
-      for (std::uint32_t slot = last.count; slot-- > 0;) handles_.park(last.slots[slot].stamp);
+      // Its slots that were ever used, which hold stamps: the first ones.
+      const std::uint32_t stamped = stamped_ > last.first ? stamped_ - last.first : 0;
+      if (!detail::returns_without_bad_alloc([&] { handles_.reserve_parking(stamped); })) break;
+      for (std::uint32_t slot = stamped; slot-- > 0;) handles_.park(last.slots[slot].stamp);
+      set_stamped(std::min(stamped_, last.first));
       const Chunk chunk = chunks_.remove_last();
       released += std::size_t{chunk.count} * sizeof(Slot);
       free_.remove_slots_from(chunk.first);
@@ -386,13 +397,14 @@ class Pool {
   }
 
   // Room for `count` objects without growing on the way (as plf::colony's reserve): a growable
-  // pool whose capacity() is below `count` adds one chunk of the slots missing (at least 64).
-  // Returns whether capacity() >= count: false for a fixed pool smaller than that, which never
-  // grows, and when the memory cannot be had (the pool as it was).
+  // pool whose capacity() is below `count` adds one chunk: an empty pool one of `count` slots (at
+  // least 64), another one that ends at the least power of two of at least `count` and 64 slots
+  // more (see growth()). Returns whether capacity() >= count: false for a fixed pool smaller than
+  // that, which never grows, and when the memory cannot be had (the pool as it was).
   bool reserve(std::size_t count) {
     if (count <= capacity()) return true;
     if (growth_ == Growth::fixed) return false;
-    return add_chunk(std::max<std::size_t>(count - capacity(), Chunks::kLeastChunk));
+    return grow_to(std::max<std::size_t>(count, capacity() + Chunks::kLeastChunk));
   }
 
   void set_name(const char* name) { name_.set(name); }
@@ -435,10 +447,11 @@ class Pool {
   using Chunks = detail::SlotChunks<Slot>;
   using Chunk = typename Chunks::Chunk;
 
-  // A growable pool's next chunk: as large as the pool, and at least 64 slots (as many as the
-  // first chunk of one created with none).
+  // The capacity that a full growable pool grows to: twice its own, and at least 64 slots (the
+  // first chunk of one created with none), rounded up to a power of two by the chunk past the
+  // first (detail/slot_chunks.hpp: so that a slot's chunk is found with a bit scan).
   [[nodiscard]] std::size_t growth() const {
-    return std::max<std::size_t>(capacity(), Chunks::kLeastChunk);
+    return std::max<std::size_t>(2 * capacity(), Chunks::kLeastChunk);
   }
 
   // A chain of slots through stack frames, innermost first (dying_, building_).
@@ -494,6 +507,8 @@ class Pool {
     swap(chunks_, other.chunks_);
     swap(free_, other.free_);
     swap(handles_, other.handles_);
+    swap(stamped_, other.stamped_);
+    swap(first_stamped_, other.first_stamped_);
     swap(size_, other.size_);
     swap(peak_, other.peak_);
     swap(growth_, other.growth_);
@@ -507,20 +522,24 @@ class Pool {
     swap(name_, other.name_);
   }
 
-  // All or nothing: false, and the pool as it was, when any of the memory cannot be had.
-  bool add_chunk(std::size_t count) {
-    if (count == 0 || count > Handles::kMaxIds - capacity() || count > SIZE_MAX / sizeof(Slot)) {
-      return false;
-    }
+  // Adds the chunk that takes the capacity to chunks_.capacity_for(wanted). Its slots get no
+  // stamp (the pages stay untouched) but those that shrink() took away with their stamps, which
+  // get them back. All or nothing: false, and the pool as it was, when any of the memory cannot be
+  // had.
+  bool grow_to(std::size_t wanted) {
+    if (wanted <= capacity() || wanted > Handles::kMaxIds) return false;
+    const std::size_t target = chunks_.capacity_for(wanted);
+    const std::size_t count = target - capacity();
+    if (target > Handles::kMaxIds || count > SIZE_MAX / sizeof(Slot)) return false;
     void* memory =
         ::operator new (count * sizeof(Slot), std::align_val_t{alignof(Slot)}, std::nothrow);
     if (memory == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
     const std::uint32_t first = free_.size();
     const bool reserved = detail::returns_without_bad_alloc([&] {
-      chunks_.reserve(slots);
+      chunks_.reserve();
       free_.reserve(slots);
-      handles_.reserve(first, slots);
+      handles_.reserve(target);
     });
     if (!reserved) {
       ::operator delete (memory, std::align_val_t{alignof(Slot)});
@@ -530,13 +549,29 @@ class Pool {
       detail::fill(static_cast<std::byte*>(memory), count * sizeof(Slot), detail::kFreedFill);
     }
     auto* chunk = static_cast<Slot*>(memory);
-    for (std::uint32_t slot = 0; slot < slots; ++slot) {
-      ::new (chunk + slot) Slot;
-      chunk[slot].stamp = handles_.joining(first + slot);
+    std::uint32_t back = 0;  // slots given back their stamps
+    for (; back < slots && handles_.has_parked(); ++back) {
+      ::new (chunk + back) Slot;
+      chunk[back].stamp = handles_.unpark();
     }
     chunks_.add(chunk, slots);
     free_.add_free_slots(slots);
+    if (back > 0) set_stamped(first + back);  // parked stamps: stamped_ was the capacity
     return true;
+  }
+
+  // Gives the slots [stamped_, end), never used, their stamps: new ids of their numbers.
+  void stamp_new_slots(std::uint32_t end) {
+    for (std::uint32_t slot = stamped_; slot < end; ++slot) {
+      Slot& place = *::new (&slot_at(slot)) Slot;
+      place.stamp = handles_.joining(slot);
+    }
+    set_stamped(end);
+  }
+
+  void set_stamped(std::uint32_t stamped) {
+    stamped_ = stamped;
+    first_stamped_ = std::min(stamped, chunks_.first().count);
   }
 
   // O(1), however many chunks.
@@ -558,11 +593,11 @@ class Pool {
     const Chunk& first = chunks_.first();
     const std::uintptr_t address =
         reinterpret_cast<std::uintptr_t>(first.slots) + std::uintptr_t{id} * sizeof(Slot);
-    if (id < first.count) [[likely]] {
+    if (id < first_stamped_) [[likely]] {
       Slot& slot = *reinterpret_cast<Slot*>(address);
       if (slot.stamp == wanted) [[likely]]
         return object_in(slot);
-    } else if (id < capacity()) {
+    } else if (id < stamped_) {
       Slot& slot = chunks_.past_first(id);
       if (slot.stamp == wanted) return object_in(slot);
     }
@@ -573,9 +608,7 @@ class Pool {
   // The slot of the live object of `key`, or kNone.
   [[nodiscard]] std::uint32_t live_slot_of_key(detail::HandleKey key) const {
     const Stamp wanted = Handles::live(key);
-    if (const Slot* slot = chunks_.address_if_held(key.id)) {
-      if (slot->stamp == wanted) return key.id;
-    }
+    if (key.id < stamped_ && slot_at(key.id).stamp == wanted) return key.id;
     return moved_slot_of(wanted);
   }
 
@@ -585,7 +618,7 @@ class Pool {
     const auto id = static_cast<std::uint32_t>(wanted);
     if (id >= handles_.ids()) return detail::SlotBitmap::kNone;
     const std::uint32_t slot = handles_.slot_of(id);
-    if (slot == id || slot >= capacity() || slot_at(slot).stamp != wanted) {
+    if (slot == id || slot >= stamped_ || slot_at(slot).stamp != wanted) {
       return detail::SlotBitmap::kNone;
     }
     return slot;
@@ -885,6 +918,11 @@ class Pool {
   Chunks chunks_;
   detail::SlotBitmap free_;
   Handles handles_;
+  // The slots [0, stamped_) hold stamps: every slot ever used, and no other, so that creating or
+  // growing a pool touches none of its slots' pages. All the slots from stamped_ up are free, so
+  // the lowest free slot is at most stamped_. first_stamped_ is those of the first chunk.
+  std::uint32_t stamped_ = 0;
+  std::uint32_t first_stamped_ = 0;
   std::size_t size_ = 0;
   std::size_t peak_ = 0;
   Growth growth_;

@@ -102,11 +102,48 @@ struct Particle {
 };
 
 // Beside its slots (slot_bytes() each: the object and its 8-byte stamp), 4 bytes and one bit per
-// slot (the slot of each id, the bitmap), 4 more bits once there are two chunks (a record of 24
-// bytes and a base of 8 per 64 slots: where their chunk lies), and a few words per chunk (its
-// entry in the pool's list of chunks, the bitmap's summary and sentinel words).
+// slot (the slot of each id, the bitmap), and a few words per chunk (its entry in the pool's list
+// of chunks, the bitmap's summary and sentinel words). Where a grown pool's chunks lie is a table
+// inside the pool object.
 std::size_t promised_beside_the_slots(std::size_t slots, std::size_t chunks) {
-  return 4 * slots + slots / 8 + (chunks > 1 ? slots / 2 : 0) + 64 * chunks;
+  return 4 * slots + slots / 8 + 64 * chunks;
+}
+
+constexpr std::byte kUntouched{0xEE};
+
+// Whether the bytes [begin, end) still hold kUntouched.
+bool untouched(const std::byte* begin, const std::byte* end) {
+  return std::all_of(begin, end, [](std::byte b) { return b == kUntouched; });
+}
+
+// Creation is O(1) in the slots, as FixedPool's in its blocks: no page of them is touched until a
+// slot is used, when the slot's stamp is written.
+TEST(PoolMemory, CreationTouchesNoSlot) {
+  std::fill(std::begin(arena), std::end(arena), kUntouched);
+  constexpr std::size_t kSlots = sizeof arena / Pool<Particle>::slot_bytes();
+  place_next = arena;
+  Pool<Particle> pool(kSlots);
+  ASSERT_EQ(place_next, nullptr);
+  ASSERT_EQ(pool.capacity(), kSlots);
+  EXPECT_TRUE(untouched(std::begin(arena), std::end(arena)));
+  Particle* first = pool.spawn();
+  ASSERT_EQ(static_cast<void*>(first), static_cast<void*>(arena));
+  EXPECT_TRUE(untouched(arena + Pool<Particle>::slot_bytes(), std::end(arena)));
+}
+
+TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {
+  Pool<Particle> pool(64, Growth::growable);
+  for (int i = 0; i < 64; ++i) ASSERT_NE(pool.spawn(), nullptr);
+  std::fill(std::begin(arena), std::end(arena), kUntouched);
+  ASSERT_LE(64 * Pool<Particle>::slot_bytes(), sizeof arena);
+  place_next = arena;
+  ASSERT_TRUE(pool.reserve(128));
+  ASSERT_EQ(place_next, nullptr);
+  ASSERT_EQ(pool.capacity(), 128u);
+  EXPECT_TRUE(untouched(std::begin(arena), std::end(arena)));
+  Particle* first = pool.spawn();
+  ASSERT_EQ(static_cast<void*>(first), static_cast<void*>(arena));
+  EXPECT_TRUE(untouched(arena + Pool<Particle>::slot_bytes(), std::end(arena)));
 }
 
 TEST(PoolMemory, ASlotIsTheObjectAndAnEightByteStampRoundedUpToItsAlignment) {
@@ -151,7 +188,7 @@ TEST(PoolMemory, AGrownPoolSpendsFourBytesAndOneBitPerSlotBesideItsSlots) {
   const std::size_t before = live_bytes;
   Pool<Particle> pool(100, Growth::growable);
   for (int i = 0; i < 10000; ++i) ASSERT_NE(pool.spawn(), nullptr);
-  ASSERT_EQ(pool.capacity(), 12800u);  // 100, 100, 200, ... 6400
+  ASSERT_EQ(pool.capacity(), 16384u);  // 100, then up to 256, 512, ... 16384
   const std::size_t beside = live_bytes - before - pool.capacity() * pool.slot_bytes();
   EXPECT_LE(beside, promised_beside_the_slots(pool.capacity(), pool.chunk_count()));
 }

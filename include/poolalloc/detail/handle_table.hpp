@@ -65,24 +65,16 @@ class HandleTable {
     return (stamp + (Stamp{1} << 32)) | kNotLive;
   }
 
-  // Takes the memory that `count` slots joining the `slots` there are need; throws
-  // std::bad_alloc (and changes nothing else) when it cannot be had. Exactly the room needed (4
-  // bytes a new id): push_back alone would double it.
-  void reserve(std::uint32_t slots, std::uint32_t count) {
-    if (std::size_t{slots} + count > slot_of_id_.size()) {
-      slot_of_id_.reserve(std::size_t{slots} + count);
-    }
+  // Takes the memory that ids up to `count` need; throws std::bad_alloc (and changes nothing else)
+  // when it cannot be had. Exactly the room needed (4 bytes an id), which stays untouched until
+  // the ids join: push_back alone would double it.
+  void reserve(std::size_t count) {
+    if (count > slot_of_id_.capacity()) slot_of_id_.reserve(count);
   }
 
-  // The stamp of slot `slot` (the capacity so far) as it joins, free: the one it had when a
-  // shrink took it away, else a new id of the slot's number. Allocates only what reserve() did
-  // not.
+  // The stamp of slot `slot`, the first never used (ids() of them before it), as it is first
+  // handed out: a new id of the slot's number, free. Allocates only what reserve() did not.
   Stamp joining(std::uint32_t slot) {
-    if (!parked_.empty()) {
-      const Stamp stamp = parked_.back();
-      parked_.pop_back();
-      return stamp;
-    }
     slot_of_id_.push_back(slot);
     return not_live({slot, seed_});
   }
@@ -90,12 +82,20 @@ class HandleTable {
   // Takes the memory that parking `count` stamps needs; throws std::bad_alloc (changing nothing)
   // when it cannot be had.
   void reserve_parking(std::uint32_t count) { parked_.reserve(parked_.size() + count); }
-  // Slot `slot`, free, the last of the pool's, leaves with its stamp: its id and generation stay,
-  // for when the slot comes back, so that a handle of an object that lived there stays stale.
-  // Allocates only what reserve_parking() did not.
+  // Slot `slot`, free, the last of the pool's that had a stamp, leaves with its stamp: its id and
+  // generation stay, for when the slot comes back, so that a handle of an object that lived there
+  // stays stale. Allocates only what reserve_parking() did not.
   void park(Stamp stamp) { parked_.push_back(stamp); }
+  [[nodiscard]] bool has_parked() const { return !parked_.empty(); }
+  // The stamp of the lowest slot parked, as it comes back.
+  Stamp unpark() {
+    const Stamp stamp = parked_.back();
+    parked_.pop_back();
+    return stamp;
+  }
 
-  // How many ids have ever been (the pool's largest capacity): every id below is some slot's.
+  // How many ids have ever been (the most slots the pool has handed out at once, counting each
+  // slot from its first use): every id below is some slot's.
   [[nodiscard]] std::uint32_t ids() const { return static_cast<std::uint32_t>(slot_of_id_.size()); }
 
   // The slot that holds `id` (maybe one that a shrink took away), for an id below ids().
