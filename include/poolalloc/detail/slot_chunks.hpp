@@ -65,6 +65,7 @@ class SlotChunks {
     capacity_ = first + count;
     if (chunks_.size() == 1) {
       first_ = chunks_.front();
+      base_by_zeros_[0] = reinterpret_cast<std::uintptr_t>(slots);
       return;
     }
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(slots) - first * sizeof(T);
@@ -103,14 +104,13 @@ class SlotChunks {
 
   // address_of(slot) as an integer, for any slot number (an address outside the chunks for one
   // of capacity() or more: the caller checks the slot before it reads there), without a branch:
-  // the table's base is read whatever the slot and replaced by the first chunk's for a slot there
-  // (a conditional move), so that slots spread across the chunks at random take no mispredicted
-  // branch, and a pool of one chunk and a grown one take the same instructions.
+  // the table's entry 0, which no slot's leading zeros name (slots are below 2^31), holds the
+  // first chunk's base, and a slot there takes it (its index masked to 0), so that
+  // slots spread at random across the first chunk and the others take no mispredicted branch. (The
+  // index is masked: g++ 12 made a branch of a conditional expression.)
   [[nodiscard]] std::uintptr_t address_without_branch(std::uint32_t slot) const {
-    const std::uintptr_t past = base_by_zeros_[zeros_of(slot)];
-    const std::uintptr_t base =
-        slot < first_.count ? reinterpret_cast<std::uintptr_t>(first_.slots) : past;
-    return base + std::uintptr_t{slot} * sizeof(T);
+    const unsigned past_first = 0u - static_cast<unsigned>(slot >= first_.count);  // all ones
+    return base_by_zeros_[zeros_of(slot) & past_first] + std::uintptr_t{slot} * sizeof(T);
   }
 
   // Where the slots of one word lie: the slots below `split` in the chunk of base `low`, the others
@@ -160,7 +160,7 @@ class SlotChunks {
   std::vector<Chunk> chunks_;
   Chunk first_{};  // chunks_.front(), or none: kept here, where most calls look first
   // The base of the chunk past the first that holds the slots of each binary order, by the slots'
-  // leading zero bits (1 to 31: slots below 2^31).
+  // leading zero bits (1 to 31: slots below 2^31); at 0, the first chunk's.
   std::array<std::uintptr_t, 32> base_by_zeros_{};
   std::uint32_t capacity_ = 0;
 };
