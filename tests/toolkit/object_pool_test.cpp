@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -127,9 +128,10 @@ TEST(Pool, AGrowablePoolKeepsSpawningAndNeverMovesObjects) {
   Pool<Counted> pool(2, Growth::growable);
   std::vector<Counted*> live;
   for (int i = 0; i < 200; ++i) live.push_back(pool.spawn(i));
-  // 2, then chunks as large as the pool so far and at least 64 slots: 64, 66, 132
-  EXPECT_EQ(pool.capacity(), 264u);
-  EXPECT_EQ(pool.chunk_count(), 4u);
+  // 2, then chunks up to the least power of two of at least twice the pool and 64 slots more:
+  // 126 (to 128), 128 (to 256)
+  EXPECT_EQ(pool.capacity(), 256u);
+  EXPECT_EQ(pool.chunk_count(), 3u);
   std::vector<Counted*> walked;
   pool.for_each([&](Counted& c) { walked.push_back(&c); });
   EXPECT_EQ(walked, live);  // each object where its spawn put it
@@ -221,10 +223,10 @@ TEST(Pool, AThrowingConstructorKeepsTheChunkGrownForIt) {
   ThrowsWhenAsked* first = pool.spawn(false);
   EXPECT_THROW((void)pool.spawn(true), std::runtime_error);
   EXPECT_EQ(pool.size(), 1u);
-  EXPECT_EQ(pool.capacity(), 65u);  // a chunk of 64 slots, the fewest a pool grows by
+  EXPECT_EQ(pool.capacity(), 128u);  // 1 and 64 slots more, rounded up to a power of two
   EXPECT_EQ(pool.chunk_count(), 2u);
   ThrowsWhenAsked* second = pool.spawn(false);
-  EXPECT_EQ(pool.capacity(), 65u);  // the slot the throwing constructor gave back
+  EXPECT_EQ(pool.capacity(), 128u);  // the slot the throwing constructor gave back
   pool.despawn(first);
   pool.despawn(second);
 }
@@ -273,7 +275,10 @@ TEST(Pool, SpawnFillsTheLowestFreeSlotWhateverTheDespawnOrder) {
   Pool<Counted> pool(200);
   std::vector<Counted*> live;
   for (int i = 0; i < 200; ++i) live.push_back(pool.spawn(i));
-  for (int i = 1; i < 200; ++i) ASSERT_EQ(live[i], live[0] + i);  // address order
+  const auto first = reinterpret_cast<std::uintptr_t>(live[0]);
+  for (int i = 1; i < 200; ++i) {  // address order, a slot apart
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(live[i]), first + i * Pool<Counted>::slot_bytes());
+  }
   std::vector<int> order(200);
   for (int i = 0; i < 200; ++i) order[i] = i;
   const unsigned seed = 42;
@@ -330,7 +335,7 @@ TEST(Pool, ForEachSkipsAnObjectDespawnedBeforeTheWalkReachesIt) {
 TEST(Pool, ForEachWalksEveryChunkOfAGrownPool) {
   Pool<Counted> pool(3, Growth::growable);
   for (int i = 0; i < 200; ++i) ASSERT_NE(pool.spawn(i), nullptr);
-  EXPECT_EQ(pool.chunk_count(), 4u);  // 3, 64, 67, 134
+  EXPECT_EQ(pool.chunk_count(), 3u);  // 3, 125 (up to 128), 128
   std::vector<int> seen;
   pool.for_each([&](Counted& c) { seen.push_back(c.value); });
   ASSERT_EQ(seen.size(), 200u);
@@ -368,6 +373,19 @@ TEST(Pool, ADefaultHandleRefersToNothing) {
   EXPECT_EQ(pool.handle_of(nullptr), Handle<Counted>());
   EXPECT_NE(pool.handle_of(object), Handle<Counted>());
   pool.despawn(object);
+}
+
+// A slot gets its stamp when it is first used: one never used holds whatever its memory held,
+// here the bytes of a live stamp of id 1, generation 0, and still holds no object.
+TEST(Pool, AHandleOfASlotNeverUsedFindsNothingWhateverItsBytes) {
+  Pool<Counted> pool(4);
+  Counted* first = pool.spawn(1);
+  std::byte* second_slot = reinterpret_cast<std::byte*>(first) + Pool<Counted>::slot_bytes();
+  std::memset(second_slot, 0, Pool<Counted>::slot_bytes());
+  const std::uint64_t stamp = 1;  // generation 0 in the high half, id 1 in the low one
+  std::memcpy(second_slot + Pool<Counted>::slot_bytes() - sizeof stamp, &stamp, sizeof stamp);
+  EXPECT_EQ(pool.get(Handle<Counted>::from_packed(std::uint64_t{1} << 32)), nullptr);
+  pool.despawn(first);
 }
 
 TEST(Pool, HandlesKeyOrderedAndHashedContainers) {
@@ -490,6 +508,34 @@ TEST(Pool, AHandleSeesNoNewcomerInTheSlotCompactionEmptied) {
   pool.for_each([&](Counted& c) { pool.despawn(&c); });
 }
 
+// A moved object's handle is found through the table of slots by id, not in the slot of its id's
+// number, which now holds an object of another id.
+TEST(Pool, AMovedObjectsHandleResolvesAndDespawnsWhileTheSlotOfItsIdHoldsAnotherObject) {
+  Pool<Counted> pool(3);
+  Counted* first = pool.spawn(1);
+  Counted* second = pool.spawn(2);
+  const Handle<Counted> moved = pool.handle_of(pool.spawn(3));  // id 2, moves to slot 0
+  pool.despawn(first);
+  pool.despawn(second);
+  ASSERT_EQ(pool.compact(), 1u);
+  const Handle<Counted> in_slot_one = pool.handle_of(pool.spawn(4));
+  const Handle<Counted> in_slot_two = pool.handle_of(pool.spawn(5));  // the slot of id 2
+  EXPECT_NE(in_slot_two.id(), moved.id());
+  ASSERT_NE(pool.get(moved), nullptr);
+  EXPECT_EQ(pool.get(moved)->value, 3);
+  EXPECT_EQ(pool.get(in_slot_two)->value, 5);
+  pool.despawn(moved);
+  EXPECT_EQ(pool.get(moved), nullptr);
+  EXPECT_EQ(pool.get(in_slot_one)->value, 4);
+  EXPECT_EQ(pool.get(in_slot_two)->value, 5);
+  const Handle<Counted> again =
+      pool.handle_of(pool.spawn(6));  // slot 0: id 2 again, a new generation
+  EXPECT_EQ(again.id(), moved.id());
+  EXPECT_EQ(pool.get(moved), nullptr);
+  EXPECT_EQ(pool.get(again)->value, 6);
+  pool.clear();
+}
+
 TEST(Pool, DestroyingThePoolDestroysTheLiveObjects) {
   {
     Pool<Counted> pool(8, Growth::growable);
@@ -554,6 +600,17 @@ TEST_F(PoolDeathTest, DoubleDespawnAbortsBeforeTheDestructorRunsTwice) {
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "destructor ran\n");
   EXPECT_DEATH(pool.despawn(object), "^poolalloc: Pool 0x\\w+ \\(object 4 B\\): despawn of " +
                                          death_test_hex(object) + ", which is not alive");
+}
+
+TEST_F(PoolDeathTest, DespawnOfASlotNeverUsedAbortsWhateverItsBytes) {
+  Pool<Counted> pool(4);
+  Counted* first = pool.spawn(1);
+  auto* never_used =
+      reinterpret_cast<Counted*>(reinterpret_cast<std::byte*>(first) + Pool<Counted>::slot_bytes());
+  std::memset(static_cast<void*>(never_used), 0, Pool<Counted>::slot_bytes());  // a live stamp
+  EXPECT_DEATH(pool.despawn(never_used),
+               "despawn of " + death_test_hex(never_used) + ", which is not alive");
+  pool.despawn(first);
 }
 
 TEST_F(PoolDeathTest, DespawnOfAnInteriorPointerAborts) {

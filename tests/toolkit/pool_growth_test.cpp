@@ -20,25 +20,25 @@ struct Item {
   int pad[3] = {};
 };
 
-TEST(PoolGrowth, AGrowablePoolAddsChunksAsLargeAsThePoolAndAtLeast64Slots) {
+TEST(PoolGrowth, AGrowablePoolGrowsToAPowerOfTwoOfAtLeastTwiceItsSlotsAnd64More) {
   Pool<Item> pool(5, Growth::growable);
   for (int i = 0; i < 6; ++i) ASSERT_NE(pool.spawn(i), nullptr);
-  EXPECT_EQ(pool.capacity(), 69u);  // 5, then 64
-  for (int i = 6; i < 70; ++i) ASSERT_NE(pool.spawn(i), nullptr);
-  EXPECT_EQ(pool.capacity(), 138u);  // then 69, as large as the pool
+  EXPECT_EQ(pool.capacity(), 128u);  // 5, then 123: 5 + 64 rounded up
+  for (int i = 6; i < 129; ++i) ASSERT_NE(pool.spawn(i), nullptr);
+  EXPECT_EQ(pool.capacity(), 256u);  // then 128: twice the pool
   EXPECT_EQ(pool.chunk_count(), 3u);
 }
 
 TEST(PoolGrowth, ReserveAddsOneChunkAndTheSpawnsUpToItGrowNothing) {
   Pool<Item> pool(64, Growth::growable);
   ASSERT_TRUE(pool.reserve(100'000));
-  EXPECT_EQ(pool.capacity(), 100'000u);
+  EXPECT_EQ(pool.capacity(), 131'072u);  // the chunk past the first ends at a power of two
   EXPECT_EQ(pool.chunk_count(), 2u);
-  for (int i = 0; i < 100'000; ++i) ASSERT_NE(pool.spawn(i), nullptr);
+  for (int i = 0; i < 131'072; ++i) ASSERT_NE(pool.spawn(i), nullptr);
   EXPECT_EQ(pool.chunk_count(), 2u);
   EXPECT_TRUE(pool.reserve(50));  // room already
-  EXPECT_TRUE(pool.reserve(100'001));
-  EXPECT_EQ(pool.capacity(), 100'064u);  // at least 64 slots a chunk
+  EXPECT_TRUE(pool.reserve(131'073));
+  EXPECT_EQ(pool.capacity(), 262'144u);
 }
 
 TEST(PoolGrowth, ReserveNeverGrowsAFixedPool) {
@@ -49,8 +49,8 @@ TEST(PoolGrowth, ReserveNeverGrowsAFixedPool) {
   EXPECT_EQ(pool.chunk_count(), 1u);
 }
 
-// Chunks of 3, 64, 67, 134, ... slots: most of the pool's 64-slot words begin in one chunk and
-// end in the next.
+// Chunks of 3, 125, 128, 256, ... slots: the pool's first 64-slot word begins in the first chunk
+// and ends in the second.
 TEST(PoolGrowth, AGrownPoolFindsEveryObjectByAddressByHandleAndByWalking) {
   Pool<Item> pool(3, Growth::growable);
   std::vector<Item*> objects;
@@ -59,7 +59,7 @@ TEST(PoolGrowth, AGrownPoolFindsEveryObjectByAddressByHandleAndByWalking) {
     objects.push_back(pool.spawn(i));
     handles.push_back(pool.handle_of(objects.back()));
   }
-  ASSERT_EQ(pool.chunk_count(), 7u);
+  ASSERT_EQ(pool.chunk_count(), 6u);
   std::vector<Item*> walked;
   for (Item& item : pool) walked.push_back(&item);
   EXPECT_EQ(walked, objects);

@@ -185,15 +185,16 @@ struct Small {
 TEST(PoolShrink, GivesBackTheTrailingChunksWithNoLiveObjectAndGrowsAgain) {
   Pool<Small> pool(16, Growth::growable);
   std::vector<Small*> all;
-  for (int i = 0; i < 100; ++i) all.push_back(pool.spawn(Small{i}));
-  ASSERT_EQ(pool.capacity(), 160u);  // 16, 64, 80
-  for (int i = 20; i < 100; ++i) pool.despawn(all[i]);
-  EXPECT_EQ(pool.shrink(), 80 * sizeof(Small));  // the chunk of 80: slot 19 is in the second
-  EXPECT_EQ(pool.capacity(), 80u);
+  for (int i = 0; i < 200; ++i) all.push_back(pool.spawn(Small{i}));
+  ASSERT_EQ(pool.capacity(), 256u);  // 16, 112 (up to 128), 128
+  for (int i = 20; i < 200; ++i) pool.despawn(all[i]);
+  EXPECT_EQ(pool.shrink(),
+            128 * Pool<Small>::slot_bytes());  // the chunk of 128: slot 19 is in the second
+  EXPECT_EQ(pool.capacity(), 128u);
   EXPECT_EQ(pool.chunk_count(), 2u);
   EXPECT_EQ(pool.size(), 20u);
-  for (int i = 20; i < 100; ++i) ASSERT_NE(pool.spawn(Small{i}), nullptr);
-  EXPECT_EQ(pool.capacity(), 160u);
+  for (int i = 20; i < 200; ++i) ASSERT_NE(pool.spawn(Small{i}), nullptr);
+  EXPECT_EQ(pool.capacity(), 256u);
   int expected = 0;
   for (Small& s : pool) ASSERT_EQ(s.value, expected++);
   EXPECT_EQ(pool.shrink(), 0u);
@@ -210,13 +211,36 @@ TEST(PoolShrink, AHandleOfAnObjectInAChunkGivenBackStaysStaleWhenItsSlotReturns)
   std::vector<Handle<Small>> handles;
   for (int i = 0; i < 8; ++i) handles.push_back(pool.handle_of(pool.spawn()));
   for (int i = 4; i < 8; ++i) pool.despawn(handles[i]);
-  EXPECT_EQ(pool.shrink(), 64 * sizeof(Small));  // the chunk of 64 slots grown after the first
+  EXPECT_EQ(pool.shrink(),
+            124 * Pool<Small>::slot_bytes());  // the chunk grown after the first, up to 128
   for (int i = 4; i < 8; ++i) EXPECT_EQ(pool.get(handles[i]), nullptr);
   for (int i = 4; i < 8; ++i) {
     const Handle<Small> again = pool.handle_of(pool.spawn());
     EXPECT_EQ(again.id(), handles[i].id());  // the same slot
     EXPECT_EQ(pool.get(handles[i]), nullptr);
   }
+}
+
+// Compaction moves the ids of the first chunk's dead objects into the second chunk's slots: a
+// shrink that gives that chunk back keeps their generations, so that their handles stay stale.
+TEST(PoolShrink, HandlesOfIdsThatCompactionMovedIntoAChunkGivenBackStayStale) {
+  Pool<Small> pool(4, Growth::growable);
+  std::vector<Handle<Small>> handles;
+  for (int i = 0; i < 8; ++i) handles.push_back(pool.handle_of(pool.spawn(Small{i})));
+  for (int i = 0; i < 4; ++i) pool.despawn(handles[i]);
+  ASSERT_EQ(pool.compact(), 4u);  // slots 7, 6, 5, 4 into 0, 1, 2, 3: ids 0-3 go to slots 7-4
+  EXPECT_EQ(pool.shrink(), 124 * Pool<Small>::slot_bytes());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(pool.get(handles[i]), nullptr);
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(pool.get(handles[i])->value, i);
+  std::vector<Handle<Small>> later;
+  for (int i = 0; i < 4; ++i) later.push_back(pool.handle_of(pool.spawn(Small{10 + i})));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(later[i].id(), handles[3 - i].id());  // slot 4 + i holds id 3 - i, as before
+    EXPECT_NE(later[i], handles[3 - i]);
+    EXPECT_EQ(pool.get(handles[3 - i]), nullptr);
+    EXPECT_EQ(pool.get(later[i])->value, 10 + i);
+  }
+  for (int i = 4; i < 8; ++i) EXPECT_EQ(pool.get(handles[i])->value, i);
 }
 
 TEST(PoolHandle, AHandleRebuiltFromItsPackedBitsFindsItsObject) {

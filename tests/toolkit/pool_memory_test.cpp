@@ -101,21 +101,76 @@ struct Particle {
   float life;
 };
 
-// 20 bytes and one bit per slot (a handle's entry of 16 bytes and the slot's id), 3 more bits once
-// there are two chunks (a record of 24 bytes per 64 slots: where their chunk lies), and a few
-// words per chunk (its entry in the pool's list of chunks, the bitmap's summary and sentinel
-// words).
+// Beside its slots (slot_bytes() each: the object and its 8-byte stamp), 4 bytes and one bit per
+// slot (the slot of each id, the bitmap), and a few words per chunk (its entry in the pool's list
+// of chunks, the bitmap's summary and sentinel words). Where a grown pool's chunks lie is a table
+// inside the pool object.
 std::size_t promised_beside_the_slots(std::size_t slots, std::size_t chunks) {
-  return 20 * slots + slots / 8 + (chunks > 1 ? slots * 3 / 8 : 0) + 64 * chunks;
+  return 4 * slots + slots / 8 + 64 * chunks;
 }
 
-// Tables grown by doubling to 16,384 entries would spend 33 bytes per slot of a pool of 10,000.
-TEST(PoolMemory, SpendsTwentyBytesAndOneBitPerSlotBesideItsSlots) {
+constexpr std::byte kUntouched{0xEE};
+
+// Whether the bytes [begin, end) still hold kUntouched.
+bool untouched(const std::byte* begin, const std::byte* end) {
+  return std::all_of(begin, end, [](std::byte b) { return b == kUntouched; });
+}
+
+// Creation is O(1) in the slots, as FixedPool's in its blocks: no page of them is touched until a
+// slot is used, when the slot's stamp is written.
+TEST(PoolMemory, CreationTouchesNoSlot) {
+  std::fill(std::begin(arena), std::end(arena), kUntouched);
+  constexpr std::size_t kSlots = sizeof arena / Pool<Particle>::slot_bytes();
+  place_next = arena;
+  Pool<Particle> pool(kSlots);
+  ASSERT_EQ(place_next, nullptr);
+  ASSERT_EQ(pool.capacity(), kSlots);
+  EXPECT_TRUE(untouched(std::begin(arena), std::end(arena)));
+  Particle* first = pool.spawn();
+  ASSERT_EQ(static_cast<void*>(first), static_cast<void*>(arena));
+  EXPECT_TRUE(untouched(arena + Pool<Particle>::slot_bytes(), std::end(arena)));
+}
+
+TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {
+  Pool<Particle> pool(64, Growth::growable);
+  for (int i = 0; i < 64; ++i) ASSERT_NE(pool.spawn(), nullptr);
+  std::fill(std::begin(arena), std::end(arena), kUntouched);
+  ASSERT_LE(64 * Pool<Particle>::slot_bytes(), sizeof arena);
+  place_next = arena;
+  ASSERT_TRUE(pool.reserve(128));
+  ASSERT_EQ(place_next, nullptr);
+  ASSERT_EQ(pool.capacity(), 128u);
+  EXPECT_TRUE(untouched(std::begin(arena), std::end(arena)));
+  Particle* first = pool.spawn();
+  ASSERT_EQ(static_cast<void*>(first), static_cast<void*>(arena));
+  EXPECT_TRUE(untouched(arena + Pool<Particle>::slot_bytes(), std::end(arena)));
+}
+
+TEST(PoolMemory, ASlotIsTheObjectAndAnEightByteStampRoundedUpToItsAlignment) {
+  static_assert(Pool<Particle>::slot_bytes() == sizeof(Particle) + 8);
+  struct alignas(64) Line {
+    char bytes[64];
+  };
+  static_assert(Pool<Line>::slot_bytes() == 128);
+  struct Entity {
+    float values[16];
+  };
+  static_assert(Pool<Entity>::slot_bytes() == 72);
+  Pool<Particle> pool(3);
+  Particle* first = pool.spawn();
+  Particle* second = pool.spawn();
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(second) - reinterpret_cast<std::uintptr_t>(first),
+            Pool<Particle>::slot_bytes());
+}
+
+// Tables grown by doubling to 16,384 entries would spend 6.6 bytes more per slot of a pool of
+// 10,000.
+TEST(PoolMemory, SpendsFourBytesAndOneBitPerSlotBesideItsSlots) {
   const std::size_t before = live_bytes;
   Pool<Particle> pool(10000);
   ASSERT_EQ(pool.capacity(), 10000u);
-  const std::size_t beside = live_bytes - before - pool.capacity() * sizeof(Particle);
-  EXPECT_GE(beside, 20u * 10000);
+  const std::size_t beside = live_bytes - before - pool.capacity() * pool.slot_bytes();
+  EXPECT_GE(beside, 4u * 10000);
   EXPECT_LE(beside, promised_beside_the_slots(10000, 1));
 }
 
@@ -129,12 +184,12 @@ TEST(PoolMemory, ADefaultConstructedPoolHoldsNoMemoryUntilItsFirstSpawn) {
   EXPECT_GT(live_bytes, before);
 }
 
-TEST(PoolMemory, AGrownPoolSpendsTwentyBytesAndOneBitPerSlotBesideItsSlots) {
+TEST(PoolMemory, AGrownPoolSpendsFourBytesAndOneBitPerSlotBesideItsSlots) {
   const std::size_t before = live_bytes;
   Pool<Particle> pool(100, Growth::growable);
   for (int i = 0; i < 10000; ++i) ASSERT_NE(pool.spawn(), nullptr);
-  ASSERT_EQ(pool.capacity(), 12800u);  // 100, 100, 200, ... 6400
-  const std::size_t beside = live_bytes - before - pool.capacity() * sizeof(Particle);
+  ASSERT_EQ(pool.capacity(), 16384u);  // 100, then up to 256, 512, ... 16384
+  const std::size_t beside = live_bytes - before - pool.capacity() * pool.slot_bytes();
   EXPECT_LE(beside, promised_beside_the_slots(pool.capacity(), pool.chunk_count()));
 }
 

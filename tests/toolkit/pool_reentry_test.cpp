@@ -214,7 +214,7 @@ struct Id {
 
 // A wave that is over despawns the rest of its wave and gives the memory back from a walk.
 TEST(PoolWalk, ShrinkDuringForEachDoesNothingAndTheWalkVisitsOnlyLiveObjects) {
-  Pool<Id> pool(10, Growth::growable);  // chunks of 10 and 64 slots
+  Pool<Id> pool(10, Growth::growable);  // chunks of 10 and 118 slots (up to 128)
   std::vector<Id*> all;
   for (int i = 0; i < 40; ++i) all.push_back(pool.spawn(Id{i}));
   int visits = 0;
@@ -229,7 +229,7 @@ TEST(PoolWalk, ShrinkDuringForEachDoesNothingAndTheWalkVisitsOnlyLiveObjects) {
   });
   EXPECT_EQ(visits, 10);
   EXPECT_EQ(released_in_walk, 0u);
-  EXPECT_EQ(pool.shrink(), 64 * sizeof(Id));
+  EXPECT_EQ(pool.shrink(), 118 * Pool<Id>::slot_bytes());  // up to 128
   EXPECT_EQ(pool.capacity(), 10u);
 }
 
@@ -251,7 +251,7 @@ struct Leader {
 TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
   Leader::released = 0;
   Leader::destroyed = 0;
-  Pool<Leader> pool(2, Growth::growable);  // chunks of 2 and 64 slots
+  Pool<Leader> pool(2, Growth::growable);  // chunks of 2 and 126 slots (up to 128)
   std::vector<Leader*> wave;
   (void)pool.spawn(pool, &wave);
   for (int i = 0; i < 3; ++i) wave.push_back(pool.spawn(pool, nullptr));
@@ -259,7 +259,7 @@ TEST(PoolLifetime, ShrinkFromADestructorDuringClearDoesNothing) {
   pool.clear();
   EXPECT_EQ(Leader::destroyed, 4);
   EXPECT_EQ(Leader::released, 0u);
-  EXPECT_EQ(pool.shrink(), 64 * sizeof(Leader));
+  EXPECT_EQ(pool.shrink(), 126 * Pool<Leader>::slot_bytes());
 }
 
 // Restarts its level when it is built: clears its pool, or walks it, or despawns the first object
@@ -486,12 +486,12 @@ struct Value {
 TEST(PoolCompact, ShrinkFromTheMovedCallbackDoesNothingAndEveryObjectMoves) {
   Value::alive = 0;
   {
-    Pool<Value> pool(10, Growth::growable);  // chunks of 10, 64 and 74 slots
+    Pool<Value> pool(10, Growth::growable);  // chunks of 10, 118 and 128 slots
     std::vector<Value*> all;
-    for (int i = 0; i < 80; ++i) all.push_back(pool.spawn(i));
+    for (int i = 0; i < 150; ++i) all.push_back(pool.spawn(i));
     ASSERT_EQ(pool.chunk_count(), 3u);
-    for (int i = 0; i < 80; ++i) {
-      if (i != 5 && i != 79) pool.despawn(all[i]);
+    for (int i = 0; i < 150; ++i) {
+      if (i != 5 && i != 149) pool.despawn(all[i]);
     }
     std::vector<int> moved_values;
     std::size_t released_in_callback = 0;
@@ -500,14 +500,14 @@ TEST(PoolCompact, ShrinkFromTheMovedCallbackDoesNothingAndEveryObjectMoves) {
       released_in_callback += pool.shrink();
     }),
               2u);
-    EXPECT_EQ(moved_values, (std::vector<int>{79, 5}));
+    EXPECT_EQ(moved_values, (std::vector<int>{149, 5}));
     EXPECT_EQ(released_in_callback, 0u);
     EXPECT_EQ(pool.size(), 2u);
     EXPECT_EQ(Value::alive, 2);
     std::vector<int> values;
     for (const Value& v : pool) values.push_back(v.value);
-    EXPECT_EQ(values, (std::vector<int>{79, 5}));
-    EXPECT_EQ(pool.shrink(), (64 + 74) * sizeof(Value));
+    EXPECT_EQ(values, (std::vector<int>{149, 5}));
+    EXPECT_EQ(pool.shrink(), (118 + 128) * Pool<Value>::slot_bytes());
   }
   EXPECT_EQ(Value::alive, 0);
 }

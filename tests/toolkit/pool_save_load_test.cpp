@@ -92,6 +92,19 @@ TEST(PoolSaveLoad, SpawnAtBeyondAFixedPoolReturnsNullptrAndAGrowablePoolGrowsToT
   EXPECT_EQ(growable.handle_of(unit), far);
 }
 
+// Ids stop below 2^31 (a slot's stamp keeps the top bit of its id's half): no pool grows to one.
+TEST(PoolSaveLoad, SpawnAtAnIdOfTwoToThe31OrAboveReturnsNullptrAndLeavesThePoolAsItWas) {
+  Pool<Unit> pool(8, Growth::growable);
+  for (std::uint64_t id :
+       {std::uint64_t{1} << 31, (std::uint64_t{1} << 31) + 3, std::uint64_t{UINT32_MAX} - 1}) {
+    const Handle<Unit> beyond = Handle<Unit>::from_packed(id << 32 | 7);
+    EXPECT_EQ(pool.spawn_at(beyond, 1), nullptr);
+    EXPECT_EQ(pool.get(beyond), nullptr);
+  }
+  EXPECT_EQ(pool.capacity(), 8u);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
 TEST(PoolSaveLoad, SpawnsAfterALoadTakeTheFreeSlotsAndGiveHandlesThatDifferFromTheLoadedOnes) {
   Pool<Unit> pool(8);
   const Handle<Unit> saved = Handle<Unit>::from_packed(std::uint64_t{3} << 32 | 42);

@@ -1,9 +1,17 @@
 // The ids and generations behind Pool<T>'s handles. A handle names an id, not a slot, so that
 // compaction can move an object without invalidating its handles: each slot holds one id (a
-// permutation of 0 .. slots-1, the identity until something moves), and each id an entry of 16
-// bytes: its generation, which changes at every spawn of the id, its slot, and the address of its
-// object while that lives. Resolving a handle is then what a slot map does: one index and one
-// compare (of the generation; a dead id's address is null), with no load that waits on another.
+// permutation of 0 .. slots-1, the identity until compaction moves something), and the id's
+// generation changes at every spawn of it.
+//
+// Both live in the slot, beside its object: an 8-byte stamp, the key {id, generation} of the id
+// that the slot holds, laid out as a HandleKey is (the id in the low half, the generation in the
+// high one), with a bit that says its object is not alive (free, being built or being moved). A
+// live object's stamp is so exactly its handle's 8 bytes, and resolving a
+// handle whose id sits in the slot of its number (every id of a pool that never compacted) is
+// what a classic slot map does: one index, one compare, in the line of the object itself. Only
+// an id that compaction moved away from its number is found through the table of slots by id,
+// which nothing but compaction, growth and shrink() writes; spawn and despawn write the stamp
+// alone.
 //
 // Every table starts its generations at a seed of its own, a hash of the count of tables made
 // before it plus a value drawn once a process (from the clocks and the address of a static, which
@@ -18,7 +26,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 namespace poolalloc::detail {
@@ -29,81 +36,73 @@ struct HandleKey {
   std::uint32_t generation = 0;
 };
 
-template <class T>
 class HandleTable {
  public:
   using Key = HandleKey;
+  // generation << 32 | id, with kNotLive set but while the slot's object lives.
+  using Stamp = std::uint64_t;
+
+  // Ids are below 2^31: the top bit of a stamp's id half is kNotLive.
+  static constexpr std::uint32_t kMaxIds = std::uint32_t{1} << 31;
+  static constexpr Stamp kNotLive = kMaxIds;
 
   HandleTable()
       : seed_(mix(process_salt() + tables_made_.fetch_add(1, std::memory_order_relaxed))) {}
 
-  // Takes the memory that add_slots(count) needs; throws std::bad_alloc (and changes nothing else)
-  // when it cannot be had. Exactly the room needed (20 bytes a slot): push_back alone would double
-  // it.
-  void reserve(std::uint32_t count) {
-    by_id_.reserve(std::size_t{size_} + count);
-    id_of_slot_.reserve(std::size_t{size_} + count);
+  // The stamp of a live object under `key`: its handle's packed bits.
+  [[nodiscard]] static constexpr Stamp live(Key key) {
+    return Stamp{key.generation} << 32 | key.id;
+  }
+  [[nodiscard]] static constexpr Stamp not_live(Key key) { return live(key) | kNotLive; }
+  [[nodiscard]] static constexpr bool is_live(Stamp stamp) { return (stamp & kNotLive) == 0; }
+  [[nodiscard]] static constexpr Key key_of(Stamp stamp) {
+    return {static_cast<std::uint32_t>(stamp) & (kMaxIds - 1),
+            static_cast<std::uint32_t>(stamp >> 32)};
+  }
+  // The stamp of a new object in a free slot of stamp `stamp`: the id's next generation (which
+  // wraps to 0 out of the top), not live until its constructor returns.
+  [[nodiscard]] static constexpr Stamp next_generation(Stamp stamp) {
+    return (stamp + (Stamp{1} << 32)) | kNotLive;
   }
 
-  // Slots [size, size + count) join, each new one holding the id of the same number. Allocates
-  // only what reserve(count) did not.
-  void add_slots(std::uint32_t count) {
-    reserve(count);
-    const std::uint32_t end = size_ + count;
-    for (auto slot = static_cast<std::uint32_t>(id_of_slot_.size()); slot < end; ++slot) {
-      by_id_.push_back({seed_, slot, nullptr});
-      id_of_slot_.push_back(slot);
-    }
-    size_ = end;
+  // Takes the memory that ids up to `count` need; throws std::bad_alloc (and changes nothing else)
+  // when it cannot be had. Exactly the room needed (4 bytes an id), which stays untouched until
+  // the ids join: push_back alone would double it.
+  void reserve(std::size_t count) {
+    if (count > slot_of_id_.capacity()) slot_of_id_.reserve(count);
   }
 
-  // Slots [end, size), all free, leave; their ids and entries stay (see by_id_).
-  void remove_slots_from(std::uint32_t end) { size_ = end; }
-
-  // How many ids have ever been (the pool's largest capacity): every id below names an entry.
-  [[nodiscard]] std::uint32_t ids() const { return static_cast<std::uint32_t>(by_id_.size()); }
-
-  [[nodiscard]] std::uint32_t id_of(std::uint32_t slot) const { return id_of_slot_[slot]; }
-  [[nodiscard]] std::uint32_t slot_of(std::uint32_t id) const { return by_id_[id].slot; }
-  [[nodiscard]] std::uint32_t generation_of(std::uint32_t id) const {
-    return by_id_[id].generation;
-  }
-  // The object of `id` while it lives (from when its constructor returned to when its destructor
-  // did), else nullptr.
-  [[nodiscard]] T* object_of(std::uint32_t id) const { return by_id_[id].object; }
-
-  // A new object in `slot`: handles taken of the id's earlier objects stop matching. Returns the
-  // id, whose object the caller sets once built.
-  std::uint32_t spawned(std::uint32_t slot) {
-    const std::uint32_t id = id_of(slot);
-    ++by_id_[id].generation;
-    return id;
-  }
-  // A new object in the free slot of `key.id`, under `key`'s generation (a handle saved elsewhere
-  // that is to resolve again).
-  void spawned_as(Key key) { by_id_[key.id].generation = key.generation; }
-
-  void set_object(std::uint32_t id, T* object) { by_id_[id].object = object; }
-
-  [[nodiscard]] Key key_of(std::uint32_t slot) const {
-    const std::uint32_t id = id_of(slot);
-    return {id, by_id_[id].generation};
+  // The stamp of slot `slot`, the first never used (ids() of them before it), as it is first
+  // handed out: a new id of the slot's number, free. Allocates only what reserve() did not.
+  Stamp joining(std::uint32_t slot) {
+    slot_of_id_.push_back(slot);
+    return not_live({slot, seed_});
   }
 
-  // The object that `key` names, or nullptr: one bounds check, one load of the entry, one compare.
-  [[nodiscard]] T* find(Key key) const {
-    if (key.id >= by_id_.size()) return nullptr;
-    const Entry& entry = by_id_[key.id];
-    return entry.generation == key.generation ? entry.object : nullptr;
+  // Takes the memory that parking `count` stamps needs; throws std::bad_alloc (changing nothing)
+  // when it cannot be had.
+  void reserve_parking(std::uint32_t count) { parked_.reserve(parked_.size() + count); }
+  // Slot `slot`, free, the last of the pool's that had a stamp, leaves with its stamp: its id and
+  // generation stay, for when the slot comes back, so that a handle of an object that lived there
+  // stays stale. Allocates only what reserve_parking() did not.
+  void park(Stamp stamp) { parked_.push_back(stamp); }
+  [[nodiscard]] bool has_parked() const { return !parked_.empty(); }
+  // The stamp of the lowest slot parked, as it comes back.
+  Stamp unpark() {
+    const Stamp stamp = parked_.back();
+    parked_.pop_back();
+    return stamp;
   }
 
-  // The object of slot `from` moves to slot `to`: the two slots trade ids. Its entry keeps its
-  // address until set_object() gives the new one.
-  void moved(std::uint32_t from, std::uint32_t to) {
-    std::swap(id_of_slot_[from], id_of_slot_[to]);
-    by_id_[id_of_slot_[from]].slot = from;
-    by_id_[id_of_slot_[to]].slot = to;
-  }
+  // How many ids have ever been (the most slots the pool has handed out at once, counting each
+  // slot from its first use): every id below is some slot's.
+  [[nodiscard]] std::uint32_t ids() const { return static_cast<std::uint32_t>(slot_of_id_.size()); }
+
+  // The slot that holds `id` (maybe one that a shrink took away), for an id below ids().
+  [[nodiscard]] std::uint32_t slot_of(std::uint32_t id) const { return slot_of_id_[id]; }
+
+  // `id` is now in slot `slot` (compaction traded it).
+  void place(std::uint32_t id, std::uint32_t slot) { slot_of_id_[id] = slot; }
 
  private:
   // A bijection of 32-bit numbers whose nearby inputs give unrelated outputs (MurmurHash3's
@@ -137,18 +136,11 @@ class HandleTable {
     return static_cast<std::uint32_t>(x) ^ static_cast<std::uint32_t>(x >> 32);
   }
 
-  struct Entry {
-    std::uint32_t generation;
-    std::uint32_t slot;
-    T* object;  // nullptr but while the object lives
-  };
-
-  // Entries and ids of slots beyond size_ are of slots that a shrink took away: they keep their
-  // ids and generations for when the slots come back, so that a handle of an object that lived
-  // there stays stale.
-  std::vector<Entry> by_id_;
-  std::vector<std::uint32_t> id_of_slot_;
-  std::uint32_t size_ = 0;
+  // The slot of each id: the identity until compaction trades ids, read only for an id that is
+  // not in the slot of its number.
+  std::vector<std::uint32_t> slot_of_id_;
+  // The stamps of the slots that shrink() took away, the lowest last: slots [capacity, ids()).
+  std::vector<Stamp> parked_;
   std::uint32_t seed_;
 };
 

@@ -1,19 +1,25 @@
-// Where the slots of a Pool<T> lie: its chunks, each a run of slots numbered on from the last,
-// and the way from a slot's number to its address and back.
+// Where the slots of a Pool<T> lie: its chunks, each a run of slots (of type T here: the pool's
+// object and its stamp) numbered on from the last, and the way from a slot's number to its address
+// and back.
 //
-// From a slot to its address in O(1) however many chunks there are: a record per 64 slots (per
-// word of the pool's bitmap) holds the base address of the chunk its slots are in, so that a
-// walk or a spawn in a grown pool computes each address as one in a pool of one chunk does,
-// with one more load from a table that stays in the caches (24 bytes per 64 slots, kept only
-// once there is a second chunk: the first chunk's slots are found without it). Every chunk but
-// the first has at least 64 slots, so 64 slots lie in at most two chunks: the record holds both
-// bases and the slot where the second begins.
+// From a slot to its address in O(1) however many chunks there are, with one table of 32 bases
+// (256 bytes, which stay in the L1 cache): every chunk after the first ends at a power of two of
+// slots, so that the slots of one binary order [2^k, 2^(k+1)) past the first chunk lie in one
+// chunk, and the table holds, for each order, the base of that chunk (the address that its slot 0
+// would have). A slot past the first chunk is so a bit scan, one load from the table and a
+// multiply-add, as in a pool of one chunk but for the scan and the load. Since every chunk after
+// the first begins and ends at a multiple of 64 slots (its end a power of two of at least 128) but
+// the second, which begins where the first ends, the 64 slots of a word of the pool's bitmap lie
+// in one chunk, but for the word where the first chunk ends.
 //
 // From an address to its slot (despawn, handle_of): the first chunk, then the others from the
 // last down. Chunks that double, as a growable pool's do, hold half the slots in the last, a
 // quarter in the one before, and so on: two chunks looked at on average, O(chunks) at worst.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -27,77 +33,84 @@ class SlotChunks {
     T* slots;
     std::uint32_t first;  // the slot number of slots[0]
     std::uint32_t count;
+    std::uintptr_t bytes;  // count * sizeof(T): despawn's bounds check takes no multiply
 
-    [[nodiscard]] std::uintptr_t offset_of(const T* object) const {
+    [[nodiscard]] std::uintptr_t offset_of(const void* object) const {
       return reinterpret_cast<std::uintptr_t>(object) - reinterpret_cast<std::uintptr_t>(slots);
     }
-    [[nodiscard]] bool holds(const T* object) const {
-      return offset_of(object) < std::uintptr_t{count} * sizeof(T);
-    }
+    [[nodiscard]] bool holds(const void* object) const { return offset_of(object) < bytes; }
   };
 
   // The fewest slots of a chunk after the first.
   static constexpr std::uint32_t kLeastChunk = 64;
 
-  // Takes the memory that add(slots, count) needs; throws std::bad_alloc (and changes nothing
-  // else) when it cannot be had.
-  void reserve(std::uint32_t count) {
-    chunks_.reserve(chunks_.size() + 1);
-    if (!chunks_.empty()) by_word_.reserve(words_for(std::size_t{capacity_} + count));
+  // The capacity that the next chunk brings a pool of capacity() slots to, for at least `wanted`
+  // slots in all: the first chunk is `wanted` slots, a later one ends at the least power of two of
+  // at least `wanted` and kLeastChunk slots more than capacity().
+  [[nodiscard]] std::size_t capacity_for(std::size_t wanted) const {
+    if (chunks_.empty()) return wanted;
+    return std::bit_ceil(std::max(wanted, std::size_t{capacity_} + kLeastChunk));
   }
 
-  // `count` slots at `slots` join as the slots [capacity(), capacity() + count). Allocates only
-  // what reserve(count) did not. A chunk after the first has at least kLeastChunk slots.
+  // Takes the memory that add() needs; throws std::bad_alloc (and changes nothing else) when it
+  // cannot be had.
+  void reserve() { chunks_.reserve(chunks_.size() + 1); }
+
+  // `count` slots at `slots` join as the slots [capacity(), capacity() + count), a count that
+  // capacity_for() gave. Allocates only what reserve() did not.
   void add(T* slots, std::uint32_t count) {
-    reserve(count);
+    reserve();
     const std::uint32_t first = capacity_;
-    chunks_.push_back({slots, first, count});
+    chunks_.push_back({slots, first, count, std::uintptr_t{count} * sizeof(T)});
     capacity_ = first + count;
     if (chunks_.size() == 1) {
       first_ = chunks_.front();
+      base_by_zeros_[0] = reinterpret_cast<std::uintptr_t>(slots);
       return;
     }
-    if (by_word_.empty()) {  // the second chunk: the first's words get their records
-      const auto base = reinterpret_cast<std::uintptr_t>(first_.slots);
-      by_word_.assign(words_for(first), {base, base, 0});
-    }
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(slots) - first * sizeof(T);
-    if (first % 64 != 0) {  // the chunk begins inside a word that the chunk before began
-      Word& word = by_word_.back();
-      word.low = word.high;
-      word.high = base;
-      word.split = first;
+    for (unsigned zeros = zeros_of(capacity_ - 1); zeros <= zeros_of(first); ++zeros) {
+      base_by_zeros_[zeros] = base;
     }
-    by_word_.resize(words_for(capacity_), {base, base, 0});
   }
 
   // Takes the last chunk away and returns it; the caller gives its memory back. Never the first.
+  // (The bases of its orders stay in the table, read for no slot below capacity().)
   Chunk remove_last() {
     const Chunk last = chunks_.back();
     chunks_.pop_back();
     capacity_ = last.first;
-    if (chunks_.size() == 1) {  // the memory stays, for when the pool grows again
-      by_word_.clear();
-      return last;
-    }
-    by_word_.resize(words_for(capacity_));
-    if (capacity_ % 64 != 0) {  // the word where it began is the chunk's before alone again
-      Word& word = by_word_.back();
-      word.high = word.low;
-      word.split = 0;
-    }
     return last;
   }
 
   [[nodiscard]] std::uint32_t capacity() const { return capacity_; }
   [[nodiscard]] std::size_t count() const { return chunks_.size(); }
   [[nodiscard]] const std::vector<Chunk>& chunks() const { return chunks_; }
+  // The first chunk, or one of no slots.
+  [[nodiscard]] const Chunk& first() const { return first_; }
 
-  // O(1): the first chunk's slots directly, the others' through their word's record.
+  // O(1): the first chunk's slots directly, the others' through their order's base.
   [[nodiscard]] T* address_of(std::uint32_t slot) const {
     if (slot < first_.count) [[likely]]
       return first_.slots + slot;
-    return by_word_[slot / 64].address_of(slot);
+    return &past_first(slot);
+  }
+
+  // address_of(slot) for a slot past the first chunk and below capacity(): a bit scan, a load from
+  // the table of bases and a multiply-add.
+  [[nodiscard]] T& past_first(std::uint32_t slot) const {
+    return *reinterpret_cast<T*>(base_by_zeros_[zeros_of(slot)] + slot * sizeof(T));
+  }
+
+  // address_of(slot) as an integer, for any slot number (an address outside the chunks for one
+  // of capacity() or more: the caller checks the slot before it reads there), without a branch:
+  // the table's entry 0, which no slot's leading zeros name (slots are below 2^31), holds the
+  // first chunk's base, and a slot there takes it (its index masked to 0), so that
+  // slots spread at random across the first chunk and the others take no mispredicted branch. (The
+  // index is masked: g++ 12 made a branch of a conditional expression.)
+  [[nodiscard]] std::uintptr_t address_without_branch(std::uint32_t slot) const {
+    const unsigned past_first = 0u - static_cast<unsigned>(slot >= first_.count);  // all ones
+    return base_by_zeros_[zeros_of(slot) & past_first] + std::uintptr_t{slot} * sizeof(T);
   }
 
   // Where the slots of one word lie: the slots below `split` in the chunk of base `low`, the others
@@ -113,16 +126,20 @@ class SlotChunks {
     }
   };
 
+  // O(1): only the word where the first chunk ends may be split between two chunks.
   [[nodiscard]] Place place_of_word(std::uint32_t word) const {
-    if (by_word_.empty()) {
-      const auto base = reinterpret_cast<std::uintptr_t>(first_.slots);
+    const auto first = reinterpret_cast<std::uintptr_t>(first_.slots);
+    const std::uint32_t lowest = word * 64;
+    if (chunks_.size() < 2 || lowest + 63 < first_.count) return {first, first, 0};
+    if (lowest >= first_.count) {
+      const std::uintptr_t base = base_by_zeros_[zeros_of(lowest)];
       return {base, base, 0};
     }
-    return by_word_[word];
+    return {first, base_by_zeros_[zeros_of(first_.count)], first_.count};
   }
 
   // The chunk whose slots' bytes `object` points into, or nullptr.
-  [[nodiscard]] const Chunk* chunk_holding(const T* object) const {
+  [[nodiscard]] const Chunk* chunk_holding(const void* object) const {
     if (first_.holds(object)) [[likely]]
       return &first_;
     for (auto chunk = chunks_.rbegin(); chunk != chunks_.rend(); ++chunk) {
@@ -132,13 +149,19 @@ class SlotChunks {
   }
 
  private:
-  using Word = Place;
-
-  static constexpr std::size_t words_for(std::size_t slots) { return (slots + 63) / 64; }
+  // The leading zero bits of a slot past the first, which name its binary order [2^k, 2^(k+1))
+  // (k = 31 - zeros): a bit scan and a xor (bsr), or one lzcnt. slot | 1 lets the compiler drop
+  // the case of 0, which is never past the first chunk. (bit_width(slot) - 1 took g++ 12 three
+  // instructions more in a loop of gets.)
+  static unsigned zeros_of(std::uint32_t slot) {
+    return static_cast<unsigned>(std::countl_zero(slot | 1));
+  }
 
   std::vector<Chunk> chunks_;
   Chunk first_{};  // chunks_.front(), or none: kept here, where most calls look first
-  std::vector<Word> by_word_;
+  // The base of the chunk past the first that holds the slots of each binary order, by the slots'
+  // leading zero bits (1 to 31: slots below 2^31); at 0, the first chunk's.
+  std::array<std::uintptr_t, 32> base_by_zeros_{};
   std::uint32_t capacity_ = 0;
 };
 
