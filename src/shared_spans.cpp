@@ -1,0 +1,113 @@
+#include "shared_spans.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+
+#include "free_block_marks.hpp"
+#include "lock.hpp"
+#include "misuse.hpp"
+#include "span_carving.hpp"
+
+namespace poolalloc::internal {
+namespace {
+
+struct alignas(64) SharedClass {
+  Lock lock;  // after a bin's lock in the lock order (lock.hpp)
+  // The span whose runs go out next; the class's other shared spans only empty.
+  Span* current = nullptr;
+};
+SharedClass g_shared[kClassCount];
+
+// Bit i: slot i of g_run_tags serves a shared span. Slots are taken and given up under the
+// locks of different classes.
+std::atomic<std::uint64_t> g_slots_taken{0};
+static_assert(kSharedSpanSlots == 64, "a slot is a bit of g_slots_taken");
+
+// A free slot, taken; -1 when all are taken.
+int take_slot() {
+  std::uint64_t taken = g_slots_taken.load(std::memory_order_relaxed);
+  int slot = 0;
+  do {
+    if (taken == ~std::uint64_t{0}) return -1;
+    slot = std::countr_one(taken);
+  } while (!g_slots_taken.compare_exchange_weak(taken, taken | std::uint64_t{1} << slot,
+                                                std::memory_order_relaxed));
+  return slot;
+}
+void give_up_slot(int slot) {
+  g_slots_taken.fetch_and(~(std::uint64_t{1} << slot), std::memory_order_relaxed);
+}
+
+// Under the class's lock: a run of `count` blocks of `span` into `first`, the lowest whose blocks
+// all came back (their pages are resident already), else the next never-used one; false when it
+// has neither. Looks at 256 runs at most.
+bool find_run(Span& span, std::uint32_t count, std::uint32_t& first) {
+  const SpanBitmap bitmap = bitmap_of(span);
+  if (span.blocks.given_back_count() >= count) {
+    for (std::uint32_t at = 0; at + count <= span.blocks.initialised_count(); at += count) {
+      if (!SpanBlocks::all_given_back(bitmap, at, count)) continue;
+      span.blocks.take_given_back(bitmap, at, count);
+      first = at;
+      return true;
+    }
+  }
+  if (!span.blocks.has_never_used(count)) return false;
+  first = span.blocks.take_never_used(count);
+  return true;
+}
+
+// Under the class's lock: a span carved for class `cls` (its untagged bin, which tells its
+// class) with a slot of run tags; nullptr when no slot or no span can be had.
+Span* new_shared_span(unsigned cls) {
+  const int slot = take_slot();
+  if (slot < 0) return nullptr;
+  Span* span = carve_span(cls);
+  if (span == nullptr) {
+    give_up_slot(slot);
+    return nullptr;
+  }
+  span->shared_slot = static_cast<std::uint8_t>(slot + 1);
+  return span;
+}
+
+}  // namespace
+
+SharedRun take_shared_run(unsigned bin) {
+  const unsigned cls = bin_class(bin);
+  const std::uint32_t count = run_blocks(class_size(cls));
+  SharedClass& shared = g_shared[cls];
+  LockGuard guard(shared.lock);
+  Span* span = shared.current;
+  std::uint32_t first = 0;
+  if (span == nullptr || !find_run(*span, count, first)) {
+    span = new_shared_span(cls);
+    if (span == nullptr) return {nullptr, 0, 0};
+    shared.current = span;
+    first = span->blocks.take_never_used(count);
+  }
+  g_run_tags[span->shared_slot - 1u][first / count] = static_cast<std::uint8_t>(bin_tag(bin));
+  for (std::uint32_t index = first; index < first + count; ++index) {
+    set_mark(block_at(*span, index));
+    const std::size_t mark_offset = std::size_t{index} * class_size(cls) + sizeof(std::uintptr_t);
+    span->written_pages |= 1u << (mark_offset / kPageSize);
+  }
+  return {span, first, count};
+}
+
+Span* give_back_shared(unsigned bin, void* block) {
+  Span& span = span_of(block);
+  SharedClass& shared = g_shared[bin_class(bin)];
+  LockGuard guard(shared.lock);
+  if (!span.blocks.give_back(block_index_of(span, block), bitmap_of(span))) [[unlikely]]
+    report_double_free("free", block, bin);
+  if (!span.blocks.empty()) return nullptr;
+  if (shared.current == &span) shared.current = nullptr;
+  const int slot = span.shared_slot - 1;
+  std::fill_n(g_run_tags[slot], kRunsPerSharedSpan, std::uint8_t{0});
+  span.shared_slot = 0;
+  give_up_slot(slot);
+  return &span;
+}
+
+}  // namespace poolalloc::internal

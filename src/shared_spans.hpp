@@ -1,0 +1,44 @@
+// Shared spans: the bins of a tag (bins.hpp) that use a size class little share spans of the
+// class with the other tags' such bins, by runs of about 512 bytes (pool_region.hpp), so that a
+// tag that allocates a few blocks of a class costs part of a page, not a page of a span of its
+// own. A tag's bin of a class up to kSharedClassBytes takes its blocks from shared spans while it
+// never had more than kYoungBinBytes of them out at once; past that it carves spans of its own
+// (central_lists.cpp). Untagged bins never take from shared spans: a program that pushes no tag
+// allocates as before.
+//
+// A run is handed to one bin whole, with each block's free mark written, and that bin hands its
+// blocks out one by one; the run's blocks come back to their span one by one, and a run whose
+// blocks all came back may go to any tag's bin again. A shared span that empties goes back to span
+// carving. Every call is made under the lock of the bin it serves (central_lists.cpp), and takes
+// the class's shared-span lock (lock.hpp) after it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "pool_region.hpp"
+
+namespace poolalloc::internal {
+
+inline constexpr std::uint32_t kSharedClassBytes = 2048;
+inline constexpr std::uint64_t kYoungBinBytes = std::uint64_t{16} << 10;
+
+// A run of a shared span: its blocks [first, first + count).
+struct SharedRun {
+  Span* span;
+  std::uint32_t first;
+  std::uint32_t count;
+};
+
+// A run of blocks for bin `bin` (a registered tag's, of a class up to kSharedClassBytes), its
+// blocks' free marks written (the first touch of at most two pages); {nullptr} when none can be
+// had (every slot of the run tags taken, or no span: the bin then carves a span of its own).
+SharedRun take_shared_run(unsigned bin);
+
+// Gives back a block of a shared span that bin `bin` took (a run's block, handed out or not).
+// Returns its span when the span became empty, its slot given up: the caller releases it
+// (release_span) once its bin's lock is dropped. nullptr otherwise. A block that is free already
+// is reported as a double free.
+Span* give_back_shared(unsigned bin, void* block);
+
+}  // namespace poolalloc::internal
