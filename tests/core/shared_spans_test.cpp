@@ -148,6 +148,40 @@ TEST(SharedSpans, ARunWhoseBlocksAllCameBackGoesToAnotherTagAndAnEmptySpanGoesBa
   });
 }
 
+// The blocks of a run that its bin has not handed out go back to their span at malloc_trim (and
+// decay): a bin that took one block of a run of 32 keeps no shared span.
+TEST(SharedSpans, TheBlocksOfARunNotHandedOutGoBackAtMallocTrim) {
+  const unsigned tag = tag_named("SharedLeftOver");
+  on_a_new_thread([&] {
+    const std::vector<void*> blocks = allocate_under(tag, 16, 1);
+    const std::size_t span = span_index_of(blocks[0]);
+    ASSERT_NE(span_at(span).shared_slot, 0);
+    EXPECT_EQ(run_blocks(16), 32u);
+    deallocate(blocks[0]);
+    flush_thread_cache();
+    trim(0);
+    EXPECT_EQ(span_at(span).shared_slot, 0);
+    EXPECT_EQ(span_at(span).bin_plus_one, 0) << "released";
+  });
+}
+
+// While every slot of run tags serves a shared span (64), a tag's bin that would take a run
+// carves a span of its own instead.
+TEST(SharedSpans, WhileEverySlotOfRunTagsIsTakenATagsBinCarvesASpanOfItsOwn) {
+  const unsigned tag = tag_named("SharedFull");
+  const unsigned cls = class_of(2048);
+  ASSERT_EQ(run_blocks(2048), 1u);
+  std::size_t runs = 0;
+  while (take_shared_run(bin_of(tag, cls)).span != nullptr) ++runs;
+  EXPECT_EQ(runs, kSharedSpanSlots * (kSpanSize / 2048));
+  on_a_new_thread([&] {
+    const std::vector<void*> blocks = allocate_under(tag, 1024, 1);
+    EXPECT_EQ(span_of(blocks[0]).shared_slot, 0);
+    EXPECT_EQ(span_bin_of(blocks[0]), bin_of(tag, class_of(1024)));
+    deallocate(blocks[0]);
+  });
+}
+
 // What is no block of a run handed out is reported, as any pointer that malloc did not hand out.
 TEST(SharedSpansDeathTest, AFreeInASharedSpanOfABlockNoRunHandedOutIsReported) {
   const unsigned tag = tag_named("SharedInvalid");
