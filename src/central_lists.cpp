@@ -450,8 +450,11 @@ ClassCounters class_counters(unsigned bin) {
   // Held for fork(), the counters cannot change: read them as they are. (The forking thread
   // itself may be asking, from another library's fork handler.)
   TryLockGuard guard(list.lock);
+  // An untagged bin's spans are its class's shared spans too (shared_spans.hpp), whose blocks
+  // its tags' bins count.
+  const std::uint64_t shared = bin_tag(bin) == 0 ? shared_span_count(bin_class(bin)) : 0;
   return {list.blocks_out, list.peak_out,
-          list.stacked + list.orphaned.load(std::memory_order_relaxed), list.spans};
+          list.stacked + list.orphaned.load(std::memory_order_relaxed), list.spans + shared};
 }
 
 std::uint64_t peak_blocks_out() {

@@ -16,6 +16,8 @@ struct alignas(64) SharedClass {
   Lock lock;  // after a bin's lock in the lock order (lock.hpp)
   // The span whose runs go out next; the class's other shared spans only empty.
   Span* current = nullptr;
+  // How many shared spans the class has: written under the lock, read by the statistics.
+  std::atomic<std::uint32_t> spans{0};
 };
 SharedClass g_shared[kClassCount];
 
@@ -84,6 +86,7 @@ SharedRun take_shared_run(unsigned bin) {
     span = new_shared_span(cls);
     if (span == nullptr) return {nullptr, 0, 0};
     shared.current = span;
+    shared.spans.fetch_add(1, std::memory_order_relaxed);
     first = span->blocks.take_never_used(count);
   }
   g_run_tags[span->shared_slot - 1u][first / count] = static_cast<std::uint8_t>(bin_tag(bin));
@@ -103,11 +106,16 @@ Span* give_back_shared(unsigned bin, void* block) {
     report_double_free("free", block, bin);
   if (!span.blocks.empty()) return nullptr;
   if (shared.current == &span) shared.current = nullptr;
+  shared.spans.fetch_sub(1, std::memory_order_relaxed);
   const int slot = span.shared_slot - 1;
   std::fill_n(g_run_tags[slot], kRunsPerSharedSpan, std::uint8_t{0});
   span.shared_slot = 0;
   give_up_slot(slot);
   return &span;
+}
+
+std::uint32_t shared_span_count(unsigned cls) {
+  return g_shared[cls].spans.load(std::memory_order_relaxed);
 }
 
 }  // namespace poolalloc::internal

@@ -41,4 +41,7 @@ SharedRun take_shared_run(unsigned bin);
 // is reported as a double free.
 Span* give_back_shared(unsigned bin, void* block);
 
+// Shared spans of class `cls` now (the statistics count them with the class's untagged bin).
+std::uint32_t shared_span_count(unsigned cls);
+
 }  // namespace poolalloc::internal

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "allocator.hpp"
+#include "central_lists.hpp"
 #include "stats.hpp"
 #include "tag_registry.hpp"
 #include "thread_cache.hpp"
@@ -44,7 +45,8 @@ std::uint64_t live_blocks_of(unsigned tag) {
 }
 
 // Two tags' first blocks of a class come from one span, in runs of their own: the span is
-// shared, its record's bin is the class's (untagged), and each block's bin is its own tag's.
+// shared, its record's bin is the class's (untagged), which counts it in its statistics, and each
+// block's bin is its own tag's.
 TEST(SharedSpans, TwoTagsFirstBlocksOfAClassShareASpanInRunsOfTheirOwn) {
   const unsigned first = tag_named("SharedFirst");
   const unsigned second = tag_named("SharedSecond");
@@ -55,6 +57,7 @@ TEST(SharedSpans, TwoTagsFirstBlocksOfAClassShareASpanInRunsOfTheirOwn) {
     const Span& span = span_of(a[0]);
     EXPECT_NE(span.shared_slot, 0);
     EXPECT_EQ(span_bin_of(a[0]), class_of(64));
+    EXPECT_EQ(class_counters(class_of(64)).spans, 1u) << "the class's statistics count it";
     const std::uint32_t run = run_blocks(64);
     EXPECT_EQ(run, 8u);  // 512 bytes
     for (void* p : a) {
@@ -144,6 +147,7 @@ TEST(SharedSpans, ARunWhoseBlocksAllCameBackGoesToAnotherTagAndAnEmptySpanGoesBa
     trim(0);
     EXPECT_EQ(span_at(span).shared_slot, 0);
     EXPECT_EQ(span_at(span).bin_plus_one, 0) << "released";
+    EXPECT_EQ(class_counters(class_of(1024)).spans, 0u);
     EXPECT_EQ(bin_of_block(a[0]), kBinCount);
   });
 }
