@@ -188,13 +188,15 @@ TEST(SharedSpans, WhileEverySlotOfRunTagsIsTakenATagsBinCarvesASpanOfItsOwn) {
 
 // What is no block of a run handed out is reported, as any pointer that malloc did not hand out.
 TEST(SharedSpansDeathTest, AFreeInASharedSpanOfABlockNoRunHandedOutIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   const unsigned tag = tag_named("SharedInvalid");
-  EXPECT_DEATH(on_a_new_thread([&] {
-                 const std::vector<void*> blocks = allocate_under(tag, 512, 1);
-                 // A run of a 512-byte class is one block; the next one is no run's yet.
-                 deallocate(static_cast<std::byte*>(blocks[0]) + 16 * 512);
-               }),
-               "not a block that malloc handed out");
+  const std::vector<void*> blocks = allocate_under(tag, 512, 1);
+  EXPECT_EQ(bin_of_shared_block(blocks[0]), bin_of(tag, class_of(512)));
+  // A run of a 512-byte class is one block; the one 16 blocks on is no run's yet.
+  void* never = static_cast<std::byte*>(blocks[0]) + 16 * 512;
+  EXPECT_EQ(bin_of_shared_block(never), kBinCount);
+  EXPECT_DEATH(deallocate(never), "not a block that malloc handed out");
+  deallocate(blocks[0]);
 }
 
 }  // namespace
