@@ -130,13 +130,18 @@ struct alignas(64) BinList {
            peak_out * bin_block_size(bin) < kYoungBinBytes && spans == 0;
   }
   // Carves up to `wanted` blocks into blocks[wanted - n, wanted) from the bin's run, and when it
-  // runs out, from one new run at most if the bin is young; returns n.
+  // runs out, if the bin is young, from the blocks that came back to its tag's runs, then from one
+  // new run at most; returns n.
   std::uint32_t carve_shared_blocks(unsigned bin, void** blocks, std::uint32_t wanted) {
     std::uint32_t count = 0;
     for (bool may_take_run = young(bin); count < wanted;) {
       if (run_next == run_end) {
         if (!may_take_run) break;
         may_take_run = false;
+        const std::uint32_t returned = take_returned_blocks(bin, blocks, wanted - count);
+        std::copy_backward(blocks, blocks + returned, blocks + wanted - count);
+        count += returned;
+        if (returned != 0) break;
         const SharedRun run = take_shared_run(bin);
         if (run.span == nullptr) break;
         run_span = static_cast<std::uint32_t>(span_index_of(*run.span));

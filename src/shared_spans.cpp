@@ -98,6 +98,28 @@ SharedRun take_shared_run(unsigned bin) {
   return {span, first, count};
 }
 
+std::uint32_t take_returned_blocks(unsigned bin, void** blocks, std::uint32_t wanted) {
+  const unsigned cls = bin_class(bin);
+  const std::uint32_t count = run_blocks(class_size(cls));
+  SharedClass& shared = g_shared[cls];
+  LockGuard guard(shared.lock);
+  Span* const span = shared.current;
+  if (span == nullptr || span->blocks.given_back_count() == 0) return 0;
+  const std::uint8_t* const tags = g_run_tags[span->shared_slot - 1u];
+  const SpanBitmap bitmap = bitmap_of(*span);
+  std::uint32_t taken = 0;
+  for (std::uint32_t first = 0; first < span->blocks.initialised_count() && taken < wanted;
+       first += count) {
+    if (tags[first / count] != bin_tag(bin)) continue;
+    for (std::uint32_t index = first; index < first + count && taken < wanted; ++index) {
+      if (!SpanBlocks::all_given_back(bitmap, index, 1)) continue;
+      span->blocks.take_given_back(bitmap, index, 1);
+      blocks[taken++] = block_at(*span, index);
+    }
+  }
+  return taken;
+}
+
 Span* give_back_shared(unsigned bin, void* block) {
   Span& span = span_of(block);
   SharedClass& shared = g_shared[bin_class(bin)];

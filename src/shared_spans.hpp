@@ -7,10 +7,10 @@
 // allocates as before.
 //
 // A run is handed to one bin whole, with each block's free mark written, and that bin hands its
-// blocks out one by one; the run's blocks come back to their span one by one, and a run whose
-// blocks all came back may go to any tag's bin again. A shared span that empties goes back to span
-// carving. Every call is made under the lock of the bin it serves (central_lists.cpp), and takes
-// the class's shared-span lock (lock.hpp) after it.
+// blocks out one by one; the run's blocks come back to their span one by one, its tag's bins take
+// them again first, and a run whose blocks all came back may go to any tag's bin. A shared span
+// that empties goes back to span carving. Every call is made under the lock of the bin it serves
+// (central_lists.cpp), and takes the class's shared-span lock (lock.hpp) after it.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +34,13 @@ struct SharedRun {
 // blocks' free marks written (the first touch of at most two pages); {nullptr} when none can be
 // had (every slot of the run tags taken, or no span: the bin then carves a span of its own).
 SharedRun take_shared_run(unsigned bin);
+
+// Takes up to `wanted` blocks that came back to the runs of bin `bin`'s tag in the current shared
+// span of its class into blocks[0, n), lowest first, and returns n: a run whose blocks did not all
+// come back goes to no other tag, so its tag takes them again before a new run (their pages are
+// resident, and what it allocates stays dense). Looks at 256 runs, and at the blocks of the tag's
+// own, at most.
+std::uint32_t take_returned_blocks(unsigned bin, void** blocks, std::uint32_t wanted);
 
 // Gives back a block of a shared span that bin `bin` took (a run's block, handed out or not).
 // Returns its span when the span became empty, its slot given up: the caller releases it
