@@ -152,6 +152,30 @@ TEST(SharedSpans, ARunWhoseBlocksAllCameBackGoesToAnotherTagAndAnEmptySpanGoesBa
   });
 }
 
+// Blocks that came back to a run whose other blocks are out go to no other tag: the run's tag
+// takes them again before a new run.
+TEST(SharedSpans, ATagTakesTheBlocksThatCameBackToItsRunsBeforeANewRun) {
+  const unsigned tag = tag_named("SharedReturned");
+  const unsigned other = tag_named("SharedReturnedOther");
+  on_a_new_thread([&] {
+    std::vector<void*> blocks = allocate_under(tag, 64, 3);
+    const Span& span = span_of(blocks[0]);
+    const std::uint32_t run = block_index_of(span, blocks[0]) / run_blocks(64);
+    deallocate(blocks[1]);
+    deallocate(blocks[2]);
+    flush_thread_cache();
+    trim(0);  // the run's blocks but blocks[0] back in the span
+    const std::vector<void*> others = allocate_under(other, 64, 1);
+    EXPECT_NE(block_index_of(span, others[0]) / run_blocks(64), run);
+    const std::vector<void*> again = allocate_under(tag, 64, 1);
+    EXPECT_EQ(span_index_of(again[0]), span_index_of(blocks[0]));
+    EXPECT_EQ(block_index_of(span, again[0]) / run_blocks(64), run);
+    deallocate(again[0]);
+    deallocate(others[0]);
+    deallocate(blocks[0]);
+  });
+}
+
 // The blocks of a run that its bin has not handed out go back to their span at malloc_trim (and
 // decay): a bin that took one block of a run of 32 keeps no shared span.
 TEST(SharedSpans, TheBlocksOfARunNotHandedOutGoBackAtMallocTrim) {
