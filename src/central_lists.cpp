@@ -121,6 +121,10 @@ struct alignas(64) BinList {
   std::uint32_t run_span = 0;
   std::uint16_t run_next = 0;
   std::uint16_t run_end = 0;
+  // Blocks of the bin's runs that came back to their shared spans, at most (a run that came back
+  // whole may have gone to another tag since, a span emptied): while there may be any, a refill
+  // takes them first, young bin or not, so that none stay in a shared span that no bin takes from.
+  std::uint32_t returned = 0;
 
   // Whether the bin takes its blocks from shared spans (shared_spans.hpp): a tag's bin of a class
   // up to kSharedClassBytes that never had kYoungBinBytes of blocks out at once, and no span of
@@ -130,18 +134,23 @@ struct alignas(64) BinList {
            peak_out * bin_block_size(bin) < kYoungBinBytes && spans == 0;
   }
   // Carves up to `wanted` blocks into blocks[wanted - n, wanted) from the bin's run, and when it
-  // runs out, if the bin is young, from the blocks that came back to its tag's runs, then from one
-  // new run at most; returns n.
+  // runs out, from the blocks that came back to its tag's runs, then, if the bin is young, from
+  // one new run at most; returns n.
   std::uint32_t carve_shared_blocks(unsigned bin, void** blocks, std::uint32_t wanted) {
     std::uint32_t count = 0;
-    for (bool may_take_run = young(bin); count < wanted;) {
+    for (bool may_take_run = true; count < wanted;) {
       if (run_next == run_end) {
         if (!may_take_run) break;
         may_take_run = false;
-        const std::uint32_t returned = take_returned_blocks(bin, blocks, wanted - count);
-        std::copy_backward(blocks, blocks + returned, blocks + wanted - count);
-        count += returned;
-        if (returned != 0) break;
+        if (returned != 0) {
+          const std::uint32_t asked = wanted - count;
+          const std::uint32_t taken = take_returned_blocks(bin, blocks, asked);
+          std::copy_backward(blocks, blocks + taken, blocks + wanted - count);
+          count += taken;
+          returned = taken < asked ? 0 : returned - std::min(returned, taken);
+          if (taken != 0) break;
+        }
+        if (!young(bin)) break;
         const SharedRun run = take_shared_run(bin);
         if (run.span == nullptr) break;
         run_span = static_cast<std::uint32_t>(span_index_of(*run.span));
@@ -234,6 +243,7 @@ struct alignas(64) BinList {
       void* block = blocks[i];
       Span& span = span_of(block);
       if (span.shared_slot != 0) {
+        ++returned;
         if (Span* empty = give_back_shared(bin, block)) list_push(to_release, *empty);
         continue;
       }

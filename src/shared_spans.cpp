@@ -59,6 +59,26 @@ bool find_run(Span& span, std::uint32_t count, std::uint32_t& first) {
   return true;
 }
 
+// Under the class's lock: takes up to `wanted` blocks that came back to the runs of bin `bin`'s
+// tag in `span` (a shared span of the bin's class, or nullptr) into blocks[0, n); returns n.
+std::uint32_t take_returned_from(Span* span, unsigned bin, void** blocks, std::uint32_t wanted) {
+  if (span == nullptr || span->blocks.given_back_count() == 0) return 0;
+  const std::uint32_t count = run_blocks(span->blocks.block_size());
+  const std::uint8_t* const tags = g_run_tags[span->shared_slot - 1u];
+  const SpanBitmap bitmap = bitmap_of(*span);
+  std::uint32_t taken = 0;
+  for (std::uint32_t first = 0; first < span->blocks.initialised_count() && taken < wanted;
+       first += count) {
+    if (tags[first / count] != bin_tag(bin)) continue;
+    for (std::uint32_t index = first; index < first + count && taken < wanted; ++index) {
+      if (!SpanBlocks::all_given_back(bitmap, index, 1)) continue;
+      span->blocks.take_given_back(bitmap, index, 1);
+      blocks[taken++] = block_at(*span, index);
+    }
+  }
+  return taken;
+}
+
 // Under the class's lock: a span carved for class `cls` (its untagged bin, which tells its
 // class) with a slot of run tags; nullptr when no slot or no span can be had.
 Span* new_shared_span(unsigned cls) {
@@ -99,25 +119,9 @@ SharedRun take_shared_run(unsigned bin) {
 }
 
 std::uint32_t take_returned_blocks(unsigned bin, void** blocks, std::uint32_t wanted) {
-  const unsigned cls = bin_class(bin);
-  const std::uint32_t count = run_blocks(class_size(cls));
-  SharedClass& shared = g_shared[cls];
+  SharedClass& shared = g_shared[bin_class(bin)];
   LockGuard guard(shared.lock);
-  Span* const span = shared.current;
-  if (span == nullptr || span->blocks.given_back_count() == 0) return 0;
-  const std::uint8_t* const tags = g_run_tags[span->shared_slot - 1u];
-  const SpanBitmap bitmap = bitmap_of(*span);
-  std::uint32_t taken = 0;
-  for (std::uint32_t first = 0; first < span->blocks.initialised_count() && taken < wanted;
-       first += count) {
-    if (tags[first / count] != bin_tag(bin)) continue;
-    for (std::uint32_t index = first; index < first + count && taken < wanted; ++index) {
-      if (!SpanBlocks::all_given_back(bitmap, index, 1)) continue;
-      span->blocks.take_given_back(bitmap, index, 1);
-      blocks[taken++] = block_at(*span, index);
-    }
-  }
-  return taken;
+  return take_returned_from(shared.current, bin, blocks, wanted);
 }
 
 Span* give_back_shared(unsigned bin, void* block) {

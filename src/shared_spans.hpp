@@ -37,9 +37,9 @@ SharedRun take_shared_run(unsigned bin);
 
 // Takes up to `wanted` blocks that came back to the runs of bin `bin`'s tag in the current shared
 // span of its class into blocks[0, n), lowest first, and returns n: a run whose blocks did not all
-// come back goes to no other tag, so its tag takes them again before a new run (their pages are
-// resident, and what it allocates stays dense). Looks at 256 runs, and at the blocks of the tag's
-// own, at most.
+// come back goes to no other tag, so its tag takes them again before a new run or a span of its
+// own (their pages are resident, and what it allocates stays dense). Looks at 256 runs, and at
+// the blocks of the tag's own, at most.
 std::uint32_t take_returned_blocks(unsigned bin, void** blocks, std::uint32_t wanted);
 
 // Gives back a block of a shared span that bin `bin` took (a run's block, handed out or not).
