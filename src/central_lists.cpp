@@ -128,10 +128,12 @@ struct alignas(64) BinList {
 
   // Whether the bin takes its blocks from shared spans (shared_spans.hpp): a tag's bin of a class
   // up to kSharedClassBytes that never had kYoungBinBytes of blocks out at once, and no span of
-  // its own (which it has when no shared run could be had).
+  // its own (which it has when no shared run could be had), of a tag other than the first that
+  // asked for blocks of the class.
   bool young(unsigned bin) const {
     return bin_tag(bin) != 0 && bin_block_size(bin) <= kSharedClassBytes &&
-           peak_out * bin_block_size(bin) < kYoungBinBytes && spans == 0;
+           peak_out * bin_block_size(bin) < kYoungBinBytes && spans == 0 &&
+           !first_tag_of_class(bin);
   }
   // Carves up to `wanted` blocks into blocks[wanted - n, wanted) from the bin's run, and when it
   // runs out, from the blocks that came back to its tag's runs, then, if the bin is young, from

@@ -18,6 +18,8 @@ struct alignas(64) SharedClass {
   Span* current = nullptr;
   // How many shared spans the class has: written under the lock, read by the statistics.
   std::atomic<std::uint32_t> spans{0};
+  // The first tag that asked for blocks of the class (first_tag_of_class); 0 until one did.
+  std::atomic<unsigned> first_tag{0};
 };
 SharedClass g_shared[kClassCount];
 
@@ -138,6 +140,14 @@ Span* give_back_shared(unsigned bin, void* block) {
   span.shared_slot = 0;
   give_up_slot(slot);
   return &span;
+}
+
+bool first_tag_of_class(unsigned bin) {
+  std::atomic<unsigned>& first = g_shared[bin_class(bin)].first_tag;
+  unsigned tag = first.load(std::memory_order_relaxed);
+  if (tag == 0 && first.compare_exchange_strong(tag, bin_tag(bin), std::memory_order_relaxed))
+    return true;
+  return tag == bin_tag(bin);
 }
 
 std::uint32_t shared_span_count(unsigned cls) {

@@ -2,9 +2,9 @@
 // class with the other tags' such bins, by runs of about 512 bytes (pool_region.hpp), so that a
 // tag that allocates a few blocks of a class costs part of a page, not a page of a span of its
 // own. A tag's bin of a class up to kSharedClassBytes takes its blocks from shared spans while it
-// never had more than kYoungBinBytes of them out at once; past that it carves spans of its own
-// (central_lists.cpp). Untagged bins never take from shared spans: a program that pushes no tag
-// allocates as before.
+// never had more than kYoungBinBytes of them out at once, unless its tag was the first to ask
+// for blocks of the class; past that it carves spans of its own (central_lists.cpp). Untagged bins
+// never take from shared spans: a program that pushes no tag allocates as before.
 //
 // A run is handed to one bin whole, with each block's free mark written, and that bin hands its
 // blocks out one by one; the run's blocks come back to their span one by one, its tag's bins take
@@ -47,6 +47,12 @@ std::uint32_t take_returned_blocks(unsigned bin, void** blocks, std::uint32_t wa
 // (release_span) once its bin's lock is dropped. nullptr otherwise. A block that is free already
 // is reported as a double free.
 Span* give_back_shared(unsigned bin, void* block);
+
+// Whether bin `bin`'s tag is the first tag that asked for blocks of its class (it is now, if none
+// had). The first tag's bins of a class take spans of their own from the start: a program that
+// pushes one tag gains nothing from shared spans, and would pay for each class's blocks split
+// between a shared span and spans of its own (larson under one tag: +3.8 % of peak RSS).
+bool first_tag_of_class(unsigned bin);
 
 // Shared spans of class `cls` now (the statistics count them with the class's untagged bin).
 std::uint32_t shared_span_count(unsigned cls);

@@ -38,6 +38,13 @@ std::vector<void*> allocate_under(unsigned tag, std::size_t size, int count) {
   return blocks;
 }
 
+// The first tag to ask for blocks of a class takes spans of its own; the tests of what other
+// tags' bins do let a tag of their own be the first, with a block of `size` bytes.
+void claim_class(std::size_t size) {
+  const unsigned first = tag_named("SharedClaim");
+  on_a_new_thread([&] { deallocate(allocate_under(first, size, 1)[0]); });
+}
+
 std::uint64_t live_blocks_of(unsigned tag) {
   poolalloc_tag_stats stats{};
   EXPECT_TRUE(collect_tag_stats(static_cast<int>(tag), stats));
@@ -48,6 +55,7 @@ std::uint64_t live_blocks_of(unsigned tag) {
 // shared, its record's bin is the class's (untagged), which counts it in its statistics, and each
 // block's bin is its own tag's.
 TEST(SharedSpans, TwoTagsFirstBlocksOfAClassShareASpanInRunsOfTheirOwn) {
+  claim_class(64);
   const unsigned first = tag_named("SharedFirst");
   const unsigned second = tag_named("SharedSecond");
   on_a_new_thread([&] {
@@ -77,6 +85,22 @@ TEST(SharedSpans, TwoTagsFirstBlocksOfAClassShareASpanInRunsOfTheirOwn) {
   });
 }
 
+// The first tag to ask for blocks of a class takes spans of its own from the start, however few
+// it takes: a program that pushes one tag allocates as an untagged one does.
+TEST(SharedSpans, TheFirstTagToAskForBlocksOfAClassTakesSpansOfItsOwn) {
+  const unsigned first = tag_named("SharedAlone");
+  const unsigned second = tag_named("SharedSecondOfClass");
+  on_a_new_thread([&] {
+    const std::vector<void*> a = allocate_under(first, 96, 1);
+    EXPECT_EQ(span_of(a[0]).shared_slot, 0);
+    EXPECT_EQ(span_bin_of(a[0]), bin_of(first, class_of(96)));
+    const std::vector<void*> b = allocate_under(second, 96, 1);
+    EXPECT_NE(span_of(b[0]).shared_slot, 0);
+    deallocate(a[0]);
+    deallocate(b[0]);
+  });
+}
+
 // The untagged bins never take from shared spans: a program that pushes no tag allocates as it
 // did.
 TEST(SharedSpans, UntaggedBlocksComeFromSpansOfTheirOwnBin) {
@@ -92,6 +116,7 @@ TEST(SharedSpans, UntaggedBlocksComeFromSpansOfTheirOwnBin) {
 
 // A bin that had kYoungBinBytes of blocks out at once carves spans of its own from then on.
 TEST(SharedSpans, ABinPastItsFirst16KiBOutCarvesSpansOfItsOwn) {
+  claim_class(64);
   const unsigned tag = tag_named("SharedGrown");
   on_a_new_thread([&] {
     constexpr int kBlocks = 2 * kYoungBinBytes / 64;
@@ -108,6 +133,7 @@ TEST(SharedSpans, ABinPastItsFirst16KiBOutCarvesSpansOfItsOwn) {
 
 // A free from another thread, under another tag, discharges the tag of the block's run.
 TEST(SharedSpans, AFreeFromAnotherThreadDischargesTheTagOfTheBlocksRun) {
+  claim_class(256);
   const unsigned tag = tag_named("SharedRemote");
   const unsigned other = tag_named("SharedOther");
   std::vector<void*> blocks;
@@ -128,6 +154,7 @@ TEST(SharedSpans, AFreeFromAnotherThreadDischargesTheTagOfTheBlocksRun) {
 // never-used run: its pages are resident already. A shared span that empties goes back to span
 // carving, its slot of run tags free again.
 TEST(SharedSpans, ARunWhoseBlocksAllCameBackGoesToAnotherTagAndAnEmptySpanGoesBack) {
+  claim_class(1024);
   const unsigned first = tag_named("SharedReuseFirst");
   const unsigned second = tag_named("SharedReuseSecond");
   on_a_new_thread([&] {
@@ -155,6 +182,7 @@ TEST(SharedSpans, ARunWhoseBlocksAllCameBackGoesToAnotherTagAndAnEmptySpanGoesBa
 // Blocks that came back to a run whose other blocks are out go to no other tag: the run's tag
 // takes them again before a new run.
 TEST(SharedSpans, ATagTakesTheBlocksThatCameBackToItsRunsBeforeANewRun) {
+  claim_class(64);
   const unsigned tag = tag_named("SharedReturned");
   const unsigned other = tag_named("SharedReturnedOther");
   on_a_new_thread([&] {
@@ -179,6 +207,7 @@ TEST(SharedSpans, ATagTakesTheBlocksThatCameBackToItsRunsBeforeANewRun) {
 // The blocks of a run that its bin has not handed out go back to their span at malloc_trim (and
 // decay): a bin that took one block of a run of 32 keeps no shared span.
 TEST(SharedSpans, TheBlocksOfARunNotHandedOutGoBackAtMallocTrim) {
+  claim_class(16);
   const unsigned tag = tag_named("SharedLeftOver");
   on_a_new_thread([&] {
     const std::vector<void*> blocks = allocate_under(tag, 16, 1);
@@ -196,6 +225,7 @@ TEST(SharedSpans, TheBlocksOfARunNotHandedOutGoBackAtMallocTrim) {
 // While every slot of run tags serves a shared span (64), a tag's bin that would take a run
 // carves a span of its own instead.
 TEST(SharedSpans, WhileEverySlotOfRunTagsIsTakenATagsBinCarvesASpanOfItsOwn) {
+  claim_class(1024);
   const unsigned tag = tag_named("SharedFull");
   const unsigned cls = class_of(2048);
   ASSERT_EQ(run_blocks(2048), 1u);
@@ -213,6 +243,7 @@ TEST(SharedSpans, WhileEverySlotOfRunTagsIsTakenATagsBinCarvesASpanOfItsOwn) {
 // What is no block of a run handed out is reported, as any pointer that malloc did not hand out.
 TEST(SharedSpansDeathTest, AFreeInASharedSpanOfABlockNoRunHandedOutIsReported) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
+  claim_class(512);
   const unsigned tag = tag_named("SharedInvalid");
   const std::vector<void*> blocks = allocate_under(tag, 512, 1);
   EXPECT_EQ(bin_of_shared_block(blocks[0]), bin_of(tag, class_of(512)));

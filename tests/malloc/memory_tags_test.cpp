@@ -203,10 +203,16 @@ TEST(MemoryTags, EachMallocChargesItsTagAndEachFreeFromAnyThreadDischargesIt) {
 }
 
 // A tag's first blocks of a size class come from runs of its own (11 blocks of 48 bytes, 528
-// bytes) in spans of the class that tags share; once it had 16 KiB of them out, from spans of its
-// own. So blocks of two tags never share a run, and past their first 16 KiB (342 blocks of 48
-// bytes, and what a refill takes ahead of the mallocs) never a span.
+// bytes) in spans of the class that tags share, unless it was the first tag to ask for the class;
+// once it had 16 KiB of them out, from spans of its own. So blocks of two tags never share a run,
+// and past their first 16 KiB (342 blocks of 48 bytes, and what a refill takes ahead of the
+// mallocs) never a span.
 TEST(MemoryTags, BlocksOfTwoTagsShareNoRunAndPastTheirFirst16KiBNoSpan) {
+  // The first tag to ask for 48-byte blocks takes spans of its own from the start.
+  const int claim = new_tag("SpanClaim");
+  poolalloc_tag_push(claim);
+  void* claimed = malloc(48);
+  poolalloc_tag_pop();
   const int first = new_tag("SpanFirst");
   const int second = new_tag("SpanSecond");
   constexpr int kBlocks = 3000;  // more than a 128 KiB span holds of 48-byte blocks
@@ -236,6 +242,7 @@ TEST(MemoryTags, BlocksOfTwoTagsShareNoRunAndPastTheirFirst16KiBNoSpan) {
     free(a[i]);
     free(b[i]);
   }
+  free(claimed);
   EXPECT_EQ(stats_of(first).live_blocks, 0u);
   EXPECT_EQ(stats_of(second).live_blocks, 0u);
 }
