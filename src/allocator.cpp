@@ -34,10 +34,6 @@ void* allocate_slow(std::size_t size, const void* site) {
 void free_unpooled(void* p) {
   if constexpr (kHeapProfile) forget_if_sampled(p);
   free_outside_pools(p);
-  // After the free: on Windows a thread's first look at its cache allocates its emulated
-  // thread-local storage from the C runtime's heap, which may hand out p again if p is a block
-  // that the heap freed already; the heap's check of p (system_forwarding_windows.cpp) must see
-  // p as the program gave it.
   count_call_outside_pools();
 }
 

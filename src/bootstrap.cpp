@@ -37,7 +37,7 @@ constinit bool g_options_read = false;
 
 #if POOLALLOC_LINUX
 constinit bool g_locked_for_fork = false;
-constinit POOLALLOC_THREAD_LOCAL bool t_holds_locks_for_fork = false;
+constinit POOLALLOC_THREAD_WORD(bool) t_holds_locks_for_fork{false};
 
 // The fork protocol. fork() must not leave an allocator lock held, in the child, by a thread
 // that does not exist there, so the prepare handler takes every lock, in the lock order

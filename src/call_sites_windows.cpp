@@ -1,10 +1,11 @@
-// Names a code address for a report on Windows (call_sites.hpp): "module+0x1f (path)", the
-// module found by the address (VirtualQuery: where its image's allocation begins) and its file
-// by the memory manager's own record of the mapped image (GetMappedFileNameA, a device path such
-// as \Device\HarddiskVolume3\games\game.exe). Neither takes the loader's lock, which a thread
-// inside LoadLibrary may hold while it waits in malloc for the debug heap's. A PE file's symbols
-// are in a separate debug file (.pdb) or in DWARF sections that this does not read: addr2line
-// or a debugger turns the offset into a function and a line.
+// Names a code address for a report on Windows (call_sites.hpp): "function+0x1f (path)", as on
+// Linux, the function from the module's COFF symbol table or export table (pe_symbols.hpp); a
+// module that has neither (a stripped program) gives "module+0x1f (path)", the offset from the
+// image's start, which addr2line or a debugger turns into a function given an unstripped copy.
+// The module is found by the address (VirtualQuery: where its image's allocation begins) and its
+// file by the memory manager's own record of the mapped image (GetMappedFileNameA, an NT path
+// such as \Device\HarddiskVolume3\games\game.exe). Neither takes the loader's lock, which a thread
+// inside LoadLibrary may hold while it waits in malloc for the debug heap's.
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
@@ -16,25 +17,69 @@
 #include <cstring>
 
 #include "call_sites.hpp"
+#include "lock.hpp"
+#include "pe_symbols.hpp"
 
 namespace poolalloc::internal {
+namespace {
+
+// A module's file, mapped once and kept: reports name call sites until the process ends.
+struct MappedModule {
+  char path[MAX_PATH] = {};
+  PeFile file;
+};
+constexpr int kModuleCacheSize = 16;
+MappedModule g_modules[kModuleCacheSize];
+Lock g_modules_lock;  // taken under the debug heap's (lock.hpp): nothing is taken under it
+
+// The file at `path` (mapped once, {} if it cannot be: its call sites take the export table
+// alone), or {} when the cache is full.
+PeFile module_file(const char (&path)[MAX_PATH]) {
+  for (const MappedModule& module : g_modules) {
+    if (std::strcmp(module.path, path) == 0) return module.file;
+  }
+  for (MappedModule& module : g_modules) {
+    if (module.path[0] == '\0') {
+      std::memcpy(module.path, path, MAX_PATH);
+      module.file = map_pe_file(path);
+      return module.file;
+    }
+  }
+  return {};
+}
+
+}  // namespace
 
 void append_call_site(detail::Message& message, const void* address) {
   MEMORY_BASIC_INFORMATION info{};
-  char path[MAX_PATH];
+  char path[MAX_PATH] = {};
   if (address == nullptr || VirtualQuery(address, &info, sizeof info) == 0 ||
       info.Type != MEM_IMAGE ||
       GetMappedFileNameA(GetCurrentProcess(), info.AllocationBase, path, sizeof path) == 0) {
     message << address;
     return;
   }
-  const char* name = path;
-  for (const char* at = path; *at != '\0'; ++at) {
-    if (*at == '\\' || *at == '/') name = at + 1;
+  const auto* image = static_cast<const std::byte*>(info.AllocationBase);
+  // An image is smaller than 4 GiB.
+  const auto offset = static_cast<std::uint32_t>(static_cast<const std::byte*>(address) - image);
+  char function[512];
+  std::uint32_t start = 0;
+  bool named = false;
+  {
+    LockGuard guard(g_modules_lock);
+    named = pe_function_at(image, module_file(path), offset, function, sizeof function, start);
   }
-  message << name << "+";
-  message.hex(reinterpret_cast<std::uintptr_t>(address) -
-              reinterpret_cast<std::uintptr_t>(info.AllocationBase));
+  if (named) {
+    message << function << "+";
+    message.hex(offset - start);
+  } else {
+    const char* name = path;
+    for (const char* at = path; *at != '\0'; ++at) {
+      if (*at == '\\' || *at == '/') name = at + 1;
+    }
+    message << name << "+";
+    message.hex(offset);
+  }
   message << " (" << path << ")";
 }
 

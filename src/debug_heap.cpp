@@ -207,8 +207,15 @@ void describe(detail::Message& message, const BlockRecord& record) {
 // A detected error: one line on stderr, then abort unless POOLALLOC_ON_ERROR=report. Each
 // report is made under detail::NoCancellation from its first look-up of a call site (a read of
 // /proc/self/maps) to its write, both cancellation points, most under the heap's lock.
+// Set before a report's abort, with the heap's lock held: in a DLL, Windows' abort runs the
+// DLL's atexit handlers (check_at_exit), which would wait for that lock forever.
+std::atomic<bool> g_aborting{false};
+
 void report(detail::Message& message) {
-  if (g_options.abort_on_error) detail::fatal(message);
+  if (g_options.abort_on_error) {
+    g_aborting.store(true, std::memory_order_relaxed);
+    detail::fatal(message);
+  }
   message << "\n";
   message.write_to_stderr();
 }
@@ -503,6 +510,7 @@ bool next_site(void* context, ProfileSample* out) {
 #endif
 
 void check_at_exit() {
+  if (g_aborting.load(std::memory_order_relaxed)) return;  // the report's thread holds the lock
   lock_heap();
   g_registry.for_each([](const BlockRecord& record) { check_guards(record, "found at exit"); });
   g_quarantine.for_each([](const FreedBlock& block) { check_freed_fill(block, "found at exit"); });

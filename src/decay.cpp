@@ -65,6 +65,17 @@ void step_if_due(std::uint64_t now, ClockLook& look) {
   step(look.quiet_step);
 }
 
+// What other threads' refills took from the central lists since the thread's previous look is
+// taken back from its frees too: its figure grows no more than the process's (ClockLook).
+void count_refills_of_other_threads(ClockLook& look) {
+  const std::int64_t net = g_central_net_bytes.load(std::memory_order_relaxed);
+  const std::int64_t taken_by_others =
+      (look.freed_bytes - look.freed_at_look) - (net - look.net_at_look);
+  if (taken_by_others > 0)
+    look.freed_bytes = std::max<std::int64_t>(0, look.freed_bytes - taken_by_others);
+  look.net_at_look = net;
+}
+
 }  // namespace
 
 std::uint64_t step_interval_ms() {
@@ -91,8 +102,9 @@ bool decay_step(bool a_calls_part) {
 // steps too, a bounded piece per call. Frees past kUnsettledBytes that may be a mass free make
 // the thread look again within kCallsToConfirm calls.
 std::uint32_t look_at_clock(ClockLook& look) {
+  count_refills_of_other_threads(look);
   if (decay_runs_in_background()) {
-    look.freed_bytes = 0;
+    look.freed_bytes = look.freed_at_look = 0;
     look.mass_free = false;
     return kCallsPerClockCheck;
   }
@@ -112,6 +124,7 @@ std::uint32_t look_at_clock(ClockLook& look) {
       look.freed_bytes = 0;
     look.freed_at_step = look.freed_bytes;
   }
+  look.freed_at_look = look.freed_bytes;
   if (look.freed_bytes < kUnsettledBytes) {
     look.freed_past_unsettled_ms = 0;
   } else if (look.freed_past_unsettled_ms == 0) {

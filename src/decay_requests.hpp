@@ -96,9 +96,11 @@ inline void request_cache_flush() {
 inline constexpr std::uint32_t kSlowPathsPerClockCheck = 16;
 
 // A thread's frees are a mass free when they have given the central lists kUnsettledBytes more
-// than its refills took back, since the last step, for kMassFreeMs or more: a burst of frees that
-// leaves memory to give back, not the free half of a cycle that allocates it again at once (a
-// sweep of 1,000 blocks of 4 KiB). What a step gave back counts too (decay.hpp).
+// than the refills took back, its own and, since its previous look at the clock, other threads',
+// since the last step, for kMassFreeMs or more: a burst of frees that leaves memory to give back,
+// not the free half of a cycle that allocates it again at once (a sweep of 1,000 blocks of 4 KiB),
+// nor a consumer's frees of what a producer thread allocates again. What a step gave back counts
+// too (decay.hpp).
 inline constexpr std::int64_t kUnsettledBytes = std::int64_t{1} << 20;
 inline constexpr std::uint64_t kMassFreeMs = 8;  // two ticks of the coarse clock
 
@@ -108,6 +110,9 @@ inline constexpr std::uint64_t kMassFreeMs = 8;  // two ticks of the coarse cloc
 // little to give back while the thread's frees have stopped), that figure at the last step it
 // saw and that step, when it passed kUnsettledBytes (0 while below), and whether that makes a
 // mass free.
+// `net_at_look`: g_central_net_bytes at the thread's previous look, and `freed_at_look` its own
+// figure then: what the process's figure grew less than the thread's since, other threads'
+// refills took back.
 // `quiet_step`: the look ran a step two step intervals or more after the previous one was due.
 // The program went quiet (one call a second, say) and may make no call before the next step
 // would be due, so the thread empties its whole cache into the spans and gives back the retained
@@ -116,10 +121,34 @@ struct ClockLook {
   std::int64_t freed_bytes = 0;
   std::int64_t freed_at_step = 0;
   std::uint64_t freed_past_unsettled_ms = 0;
+  std::int64_t net_at_look = 0;
+  std::int64_t freed_at_look = 0;
   std::uint32_t steps_seen = 0;
   bool mass_free = false;
   bool quiet_step = false;
 };
+
+// The bytes that the flushes of every thread gave the central lists less those that the refills
+// of every thread took from them (blocks never used before among them: it may be below 0).
+inline constinit std::atomic<std::int64_t> g_central_net_bytes{0};
+
+// A thread cache's clock look, new: it counts other threads' refills from now on.
+inline ClockLook new_clock_look() {
+  ClockLook look;
+  look.net_at_look = g_central_net_bytes.load(std::memory_order_relaxed);
+  return look;
+}
+
+// A thread's flush gave `bytes` to the central lists (its bin's older half, or the whole bin
+// during a mass free); its refill took `bytes` from them.
+inline void note_bytes_given(ClockLook& look, std::int64_t bytes) {
+  look.freed_bytes += bytes;
+  g_central_net_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+inline void note_bytes_taken(ClockLook& look, std::int64_t bytes) {
+  look.freed_bytes = look.freed_bytes > bytes ? look.freed_bytes - bytes : 0;
+  g_central_net_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+}
 
 // A thread's look at the clock (decay.cpp): runs a decay step when one is due and the decay
 // thread does not run them, and returns how many of the thread's mallocs and frees may pass

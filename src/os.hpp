@@ -142,12 +142,6 @@ void os_set_thread_exit_value(void* value);
 // when `value` is the running fiber's, not when DeleteFiber of another fiber drops it (the thread
 // that deletes it, its owner or not, lives on).
 bool os_thread_exit_is_running(const void* value);
-// The calling thread's exit flush ran: it makes no cache again. Its own flag, which lives as long
-// as the thread: a thread-local variable on Linux; on Windows a native thread-local storage slot,
-// since mingw-w64's emulated thread-local storage is freed at a thread's exit before the
-// destructors of thread_local objects run, which then read fresh copies and may still allocate.
-void os_mark_thread_exited();
-bool os_thread_marked_exited();
 
 // The working directory into path[0, capacity), terminated; false if it has none, lies outside
 // this process's root or does not fit.

@@ -192,18 +192,6 @@ bool os_thread_exit_is_running(const void*) {
   return true;
 }
 
-namespace {
-constinit POOLALLOC_THREAD_LOCAL bool t_marked_exited = false;
-}  // namespace
-
-void os_mark_thread_exited() {
-  t_marked_exited = true;
-}
-
-bool os_thread_marked_exited() {
-  return t_marked_exited;
-}
-
 bool os_thread_exited(int pid, int tid) {
   return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
 }

@@ -12,12 +12,16 @@
 // After windows.h, which they need.
 #include <ntsecapi.h>  // RtlGenRandom
 #include <psapi.h>     // QueryWorkingSetEx
+#include <winternl.h>  // TEB
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
+#include "native_thread_word.hpp"
 #include "os.hpp"
 
 namespace poolalloc::internal {
@@ -28,8 +32,13 @@ namespace {
 constinit std::atomic<DWORD> g_thread_exit_slot{FLS_OUT_OF_INDEXES};
 using ThreadExitCallback = void (*)(void*);
 constinit std::atomic<ThreadExitCallback> g_thread_exit_callback{nullptr};
-// The native thread-local storage slot of the flag of os_mark_thread_exited.
-constinit std::atomic<DWORD> g_exited_slot{TLS_OUT_OF_INDEXES};
+// The native thread-local storage slots of the core's thread-local words (native_thread_word.hpp),
+// freed at the module's exit.
+constexpr int kMaxClaimedSlots = 8;
+constinit std::atomic<std::atomic<std::uint32_t>*> g_claimed_slots[kMaxClaimedSlots]{};
+constinit std::atomic<int> g_claimed_count{0};
+static_assert(offsetof(TEB, TlsSlots) == kTebTlsSlots);
+static_assert(TLS_OUT_OF_INDEXES == kNoThreadSlot);
 
 void WINAPI run_thread_exit_callback(void* value) {
   const ThreadExitCallback callback = g_thread_exit_callback.load(std::memory_order_acquire);
@@ -46,8 +55,12 @@ void end_thread_exit_calls() {
   g_thread_exit_callback.store(nullptr, std::memory_order_release);
   const DWORD slot = g_thread_exit_slot.exchange(FLS_OUT_OF_INDEXES, std::memory_order_acq_rel);
   if (slot != FLS_OUT_OF_INDEXES) FlsFree(slot);
-  const DWORD exited_slot = g_exited_slot.exchange(TLS_OUT_OF_INDEXES, std::memory_order_acq_rel);
-  if (exited_slot != TLS_OUT_OF_INDEXES) TlsFree(exited_slot);
+  for (std::atomic<std::atomic<std::uint32_t>*>& claimed : g_claimed_slots) {
+    std::atomic<std::uint32_t>* word = claimed.exchange(nullptr, std::memory_order_acq_rel);
+    if (word == nullptr) continue;
+    const std::uint32_t slot = word->exchange(kNoThreadSlot, std::memory_order_acq_rel);
+    if (slot != kNoThreadSlot) TlsFree(slot);
+  }
 }
 
 void* committed_or_null(void* p) {
@@ -206,7 +219,6 @@ bool os_on_thread_exit(void (*callback)(void*)) {
   const DWORD slot = FlsAlloc(run_thread_exit_callback);
   if (slot == FLS_OUT_OF_INDEXES) return false;
   g_thread_exit_slot.store(slot, std::memory_order_release);
-  g_exited_slot.store(TlsAlloc(), std::memory_order_release);
   std::atexit(end_thread_exit_calls);
   return true;
 }
@@ -223,22 +235,35 @@ bool os_thread_exit_is_running(const void* value) {
   return slot != FLS_OUT_OF_INDEXES && FlsGetValue(slot) == value;
 }
 
-// TlsGetValue and TlsSetValue set the thread's last error: the program's is kept.
-void os_mark_thread_exited() {
-  const DWORD slot = g_exited_slot.load(std::memory_order_acquire);
-  if (slot == TLS_OUT_OF_INDEXES) return;
-  const DWORD error = GetLastError();
-  TlsSetValue(slot, reinterpret_cast<void*>(1));
-  SetLastError(error);
+std::uint32_t os_claim_thread_slot(std::atomic<std::uint32_t>& slot) {
+  const DWORD claimed = TlsAlloc();
+  if (claimed == TLS_OUT_OF_INDEXES) return kNoThreadSlot;
+  std::uint32_t expected = kNoThreadSlot;
+  if (!slot.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel)) {
+    TlsFree(claimed);  // another thread claimed one first
+    return expected;
+  }
+  const int index = g_claimed_count.fetch_add(1, std::memory_order_acq_rel);
+  if (index < kMaxClaimedSlots) g_claimed_slots[index].store(&slot, std::memory_order_release);
+  return claimed;
 }
 
-bool os_thread_marked_exited() {
-  const DWORD slot = g_exited_slot.load(std::memory_order_acquire);
-  if (slot == TLS_OUT_OF_INDEXES) return false;
+// TlsGetValue and TlsSetValue set the thread's last error: the program's is kept.
+std::uintptr_t os_read_thread_slot(std::uint32_t slot) {
   const DWORD error = GetLastError();
-  const bool exited = TlsGetValue(slot) != nullptr;
+  const auto value = reinterpret_cast<std::uintptr_t>(TlsGetValue(slot));
   SetLastError(error);
-  return exited;
+  return value;
+}
+
+void os_write_thread_slot(std::uint32_t slot, std::uintptr_t value) {
+  if (slot < 64) {
+    __writegsqword(kTebTlsSlots + slot * sizeof(void*), value);
+    return;
+  }
+  const DWORD error = GetLastError();
+  TlsSetValue(slot, reinterpret_cast<void*>(value));
+  SetLastError(error);
 }
 
 // ANSI, with '/' and '\' both separators; a path that does not fit is refused.

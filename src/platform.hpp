@@ -50,6 +50,16 @@ inline constexpr bool kHeapProfile = POOLALLOC_LINUX;
 #define POOLALLOC_THREAD_LOCAL __thread
 #endif
 
+// A thread-local variable of one word (a pointer or a bool) that the core reads on Windows too:
+// with mingw-w64, whose g++ emulates thread-local storage, a native slot of Windows instead
+// (native_thread_word.hpp says why).
+#if defined(_WIN32) && defined(__GNUC__)
+#include "native_thread_word.hpp"
+#define POOLALLOC_THREAD_WORD(type) ::poolalloc::internal::NativeThreadWord<type>
+#else
+#define POOLALLOC_THREAD_WORD(type) POOLALLOC_THREAD_LOCAL type
+#endif
+
 // What a shared library exports: every symbol is hidden but these (ELF). A Windows static
 // library has no such notion.
 #if defined(__ELF__)

@@ -241,10 +241,13 @@ void print_snapshot(OutputBuffer& out) {
   line << "pooled requests: " << totals.pooled_requests << "\n";
   line << "system-forwarded requests: " << totals.system_requests << " (";
   append_bytes(line, totals.system_bytes);
-  const LargeBlockStats large = large_block_stats();
-  line << ")\nlarge blocks kept for reuse: ";
-  append_bytes(line, large.bytes);
-  line << " (" << large.blocks << " blocks; " << large.reused << " requests served from them)";
+  line << ")";
+  if constexpr (POOLALLOC_LINUX) {  // Windows has no large-block cache (platform.hpp)
+    const LargeBlockStats large = large_block_stats();
+    line << "\nlarge blocks kept for reuse: ";
+    append_bytes(line, large.bytes);
+    line << " (" << large.blocks << " blocks; " << large.reused << " requests served from them)";
+  }
   line << "\nthread caches in use: " << totals.thread_caches << "\nheld by the size classes: ";
   append_bytes(line, totals.bytes_held);
   line << "\nretained empty spans: ";

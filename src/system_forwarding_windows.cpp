@@ -20,6 +20,7 @@
 #include <malloc.h>
 #include <windows.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -58,6 +59,13 @@ void* carved_from(void* p) {
   return reinterpret_cast<void*>(header[0]);
 }
 
+// The C runtime's malloc, calloc and realloc do not all set errno when they fail (msvcrt's calloc
+// and realloc under wine leave it as it was): a failure is ENOMEM, as glibc's are.
+void* or_enomem(void* p) {
+  if (p == nullptr) errno = ENOMEM;
+  return p;
+}
+
 bool heap_validates(void* p) {
   return HeapValidate(reinterpret_cast<HANDLE>(_get_heap_handle()), 0, p);
 }
@@ -74,17 +82,17 @@ bool system_heap_holds(void* p) {
 }
 
 void* system_heap_malloc(std::size_t size) {
-  return std::malloc(size);
+  return or_enomem(std::malloc(size));
 }
 
 void* system_heap_calloc(std::size_t size) {
-  return std::calloc(1, size);
+  return or_enomem(std::calloc(1, size));
 }
 
 void* system_heap_memalign(std::size_t alignment, std::size_t size) {
   const std::size_t slack = alignment - 1 + kHeaderWords * sizeof(std::uintptr_t);
-  if (size > SIZE_MAX - slack) return nullptr;
-  void* block = std::malloc(size + slack);
+  if (size > SIZE_MAX - slack) return or_enomem(nullptr);
+  void* block = or_enomem(std::malloc(size + slack));
   if (block == nullptr) return nullptr;
   const std::uintptr_t aligned = (reinterpret_cast<std::uintptr_t>(block) +
                                   kHeaderWords * sizeof(std::uintptr_t) + alignment - 1) &
@@ -116,11 +124,12 @@ std::size_t system_usable_size(void* p) {
 void* system_heap_realloc(void* p, std::size_t size) {
   if (carved_from(p) == nullptr) {
     check_heap_block(p, "realloc");
-    return std::realloc(p, size);
+    void* moved = std::realloc(p, size);
+    return size == 0 ? moved : or_enomem(moved);  // realloc(p, 0) frees p
   }
   // The C runtime's realloc cannot move an aligned block: a new one, as glibc's realloc of a
   // memalign block does (the alignment is not kept).
-  void* moved = std::malloc(size);
+  void* moved = or_enomem(std::malloc(size));
   if (moved == nullptr) return nullptr;
   const std::size_t old_size = system_usable_size(p);
   std::memcpy(moved, p, old_size < size ? old_size : size);

@@ -28,7 +28,7 @@ Lock g_budget_lock;
 constinit std::atomic<bool> g_calls_due{false};
 
 // The thread runs a callback: the calls that come due meanwhile wait for a later slow path.
-constinit POOLALLOC_THREAD_LOCAL bool t_in_callback = false;
+constinit POOLALLOC_THREAD_WORD(bool) t_in_callback{false};
 
 void note_crossing(unsigned tag) {
   Budget& budget = g_budgets[tag];

@@ -21,9 +21,13 @@
 namespace poolalloc::internal {
 
 constinit ThreadCache g_empty_cache;
-constinit POOLALLOC_THREAD_LOCAL ThreadCache* t_cache = &g_empty_cache;
+constinit POOLALLOC_THREAD_WORD(ThreadCache*) t_cache{&g_empty_cache};
 
 namespace {
+
+// The thread's exit flush ran: it makes no cache again. glibc would call the key's destructor
+// again only a few times, then leak the cache; Windows calls the slot's callback no more.
+constinit POOLALLOC_THREAD_WORD(bool) t_exited{false};
 
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
 // followed by its untagged bins' slots (TagBins), about 72 KiB of address space of which a
@@ -139,7 +143,7 @@ ThreadCache* new_cache(bool wait_for_fork) {
   cache->flush_epoch.store(g_flush_epoch.load(std::memory_order_relaxed),
                            std::memory_order_relaxed);
   cache->clock_countdown = kSlowPathsPerClockCheck;
-  cache->clock_look = ClockLook{};
+  cache->clock_look = new_clock_look();
   CacheBins::calls_before_clock(*cache) = kSlowPathsPerClockCheck;
   // The first malloc's slow path draws the distance to the first sample (count_malloc_bytes).
   CacheBins::malloc_bytes_before_slow_path(*cache) = 0;
@@ -348,8 +352,7 @@ void on_thread_exit(void* data) {
   // again (own_thread_cache), and its exit flushes the cache; should the owner exit before, a
   // decay step finds it gone and reaps the cache, as after TerminateThread. The owner is known by
   // its thread id, or by t_cache in a child of fork(), whose thread has another id than its
-  // parent's (on Windows, t_cache may read as a fresh copy by now: mingw-w64's emulated
-  // thread-local storage frees a thread's copy at the thread's exit before the callback runs).
+  // parent's.
   if ((cache->owner_tid != os_thread_id() && cache != t_cache) ||
       !os_thread_exit_is_running(cache)) {
     cache->exit_value_set.store(false, std::memory_order_relaxed);
@@ -360,10 +363,7 @@ void on_thread_exit(void* data) {
     flush_cache(*cache);
   }
   t_cache = &g_empty_cache;
-  // A thread whose cache was flushed at exit must not get a new one: glibc would call the key's
-  // destructor again only a few times, then leak it; Windows calls the slot's callback no more.
-  // Its later calls go to the central lists.
-  os_mark_thread_exited();
+  t_exited = true;  // its later calls go to the central lists
   retire_cache(cache);
   note_decay_work();  // the blocks it flushed, and its slot pages, may go back
 }
@@ -449,7 +449,7 @@ ThreadCache* own_thread_cache(bool wait_for_fork) {
       set_exit_value(*cache);  // a fiber's deletion dropped it (on_thread_exit)
     return cache;
   }
-  if (os_thread_marked_exited() || !ensure_initialised()) return nullptr;
+  if (t_exited || !ensure_initialised()) return nullptr;
   ThreadCache* cache = new_cache(wait_for_fork);
   if (cache == nullptr) return nullptr;
   t_cache = cache;
@@ -485,8 +485,7 @@ void* refill_and_allocate(unsigned cls) {
       bin.set_count(take_blocks(bin_index, bin.bottom_slot(),
                                 std::max<std::uint32_t>(1, bin.limit() / 2),
                                 kFirstTouchesPerRefill));
-      cache->clock_look.freed_bytes = std::max<std::int64_t>(
-          0, cache->clock_look.freed_bytes - std::int64_t{bin.count()} * class_size(cls));
+      note_bytes_taken(cache->clock_look, std::int64_t{bin.count()} * class_size(cls));
       grow(*cache, bin_index);
       if (bin.count() == 0) return nullptr;
     }
@@ -524,7 +523,7 @@ void flush_and_deallocate(unsigned bin_index, void* block) {
     // blocks that pin spans.
     if (cache->clock_look.mass_free && !decay_runs_in_background() &&
         bin.count() >= initial_limit(cls)) {
-      cache->clock_look.freed_bytes += std::int64_t{bin.count()} * class_size(cls);
+      note_bytes_given(cache->clock_look, std::int64_t{bin.count()} * class_size(cls));
       empty_bin_into_spans(*cache, bin_index);
     }
     if (bin.top_slot() == bin.end && bin.limit() < bin_capacity(cls)) {
@@ -534,7 +533,7 @@ void flush_and_deallocate(unsigned bin_index, void* block) {
       const std::uint32_t older = bin.count() / 2;
       void** const bottom = bin.bottom_slot();
       give_blocks(bin_index, bottom, older);
-      cache->clock_look.freed_bytes += std::int64_t{older} * class_size(cls);
+      note_bytes_given(cache->clock_look, std::int64_t{older} * class_size(cls));
       bin.top.store(std::copy(bottom + older, bin.top_slot(), bottom), std::memory_order_relaxed);
     }
     *bin.top_slot() = block;

@@ -297,7 +297,7 @@ extern ThreadCache g_empty_cache;
 
 // One pointer of initial-exec TLS: no __tls_get_addr call (which may itself malloc) and no
 // TLS wrapper function, whichever way the library is loaded or linked.
-extern POOLALLOC_THREAD_LOCAL ThreadCache* t_cache;
+extern POOLALLOC_THREAD_WORD(ThreadCache*) t_cache;
 
 // Slow path of allocation: the bin of class `cls` of the thread's current tag is empty (or has
 // no slots yet: they are given it here). Refills it and returns a block, or nullptr when the

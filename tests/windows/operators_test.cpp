@@ -8,9 +8,11 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "opaque_pointer.hpp"
 
@@ -217,6 +219,49 @@ TEST(WindowsStats, ThePrintedTableCountsThePooledRequests) {
   EXPECT_GE(stats.thread_caches, 1u);
   EXPECT_EQ(poolalloc_get_stats(nullptr), -1);
   EXPECT_STREQ(poolalloc_version(), POOLALLOC_VERSION_STRING);
+}
+
+// The table names what Windows builds and nothing it leaves out: no large-block cache.
+TEST(WindowsStats, ThePrintedTableHasNoLineOfTheLargeBlockCache) {
+  char path[MAX_PATH];
+  ASSERT_NE(GetTempFileNameA(".", "pa", 0, path), 0u);
+  FILE* file = std::fopen(path, "w+");
+  ASSERT_NE(file, nullptr);
+  poolalloc_print_stats(_fileno(file));
+  std::rewind(file);
+  std::string table;
+  for (int c = std::fgetc(file); c != EOF; c = std::fgetc(file)) table += static_cast<char>(c);
+  std::fclose(file);
+  std::remove(path);
+  EXPECT_NE(table.find("pooled requests: "), std::string::npos) << table;
+  EXPECT_EQ(table.find("large blocks"), std::string::npos) << table;
+}
+
+// A failed request of the C API sets errno to ENOMEM whichever heap failed it: the pools', or the
+// C runtime's behind them (whose calloc and realloc under wine leave errno as it was).
+TEST(WindowsCApi, EveryFailedRequestSetsEnomem) {
+  constexpr std::size_t kHuge = std::size_t{1} << 40;
+  const auto fails_with_enomem = [](void* result) {
+    const bool failed = result == nullptr && errno == ENOMEM;
+    poolalloc_free(result);
+    return failed;
+  };
+  errno = 0;
+  EXPECT_TRUE(fails_with_enomem(poolalloc_malloc(kHuge)));
+  errno = 0;
+  EXPECT_TRUE(fails_with_enomem(poolalloc_calloc(1, kHuge)));
+  errno = 0;
+  EXPECT_TRUE(fails_with_enomem(poolalloc_aligned_alloc(4096, kHuge)));
+  for (const std::size_t size : {std::size_t{100}, std::size_t{100000}}) {
+    void* block = poolalloc_malloc(size);
+    errno = 0;
+    EXPECT_TRUE(fails_with_enomem(poolalloc_realloc(block, kHuge))) << size << " bytes";
+    poolalloc_free(block);
+  }
+  char* crt_block = _strdup("a block of the C runtime");
+  errno = 0;
+  EXPECT_TRUE(fails_with_enomem(poolalloc_realloc(crt_block, kHuge)));
+  std::free(crt_block);
 }
 
 }  // namespace

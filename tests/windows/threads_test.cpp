@@ -13,9 +13,11 @@
 #include <poolalloc/poolalloc.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -141,9 +143,8 @@ TEST(WindowsThreads, ACacheOfAThreadEndedByTerminateThreadIsReapedByALaterDecayS
   EXPECT_EQ(live_caches(), caches_before);
 }
 
-// Destructors of thread_local objects run after the thread's exit callback (mingw-w64's emulated
-// thread-local storage reads fresh then): what they free and allocate goes to the central lists,
-// and leaves no cache of the dead thread behind.
+// Destructors of thread_local objects run after the thread's exit callback: what they free and
+// allocate goes to the central lists, and leaves no cache of the dead thread behind.
 struct FreesAtThreadExit {
   void* block = nullptr;
   ~FreesAtThreadExit() {
@@ -169,6 +170,80 @@ TEST(WindowsThreads, AThreadLocalsDestructorThatAllocatesAndFreesLeavesNoCacheOf
   }
   EXPECT_EQ(live_caches(), caches_before);
   EXPECT_EQ(pooled_live(), live_before);
+}
+
+// thread_local objects of std::thread's threads, each owning a block of the pools, as an engine's
+// worker keeps a scratch string: every one is intact when its destructor runs. The allocator's
+// own thread-local words must not live in mingw-w64's emulated storage, which a thread's exit
+// frees before these destructors run: a read of one then made a fresh block of the C runtime,
+// often the storage just freed of one of these objects, and its write corrupted it.
+struct OwnsAString {
+  static constexpr std::uint64_t kIntact = 0x600dc0de600dc0de;
+  std::uint64_t mark = kIntact;
+  std::string text;
+  ~OwnsAString() {
+    if (mark != kIntact) broken.fetch_add(1);
+  }
+  static inline std::atomic<int> broken{0};
+};
+thread_local OwnsAString t_scratch;
+thread_local OwnsAString t_name;
+
+TEST(WindowsThreads, ThreadLocalObjectsOfStdThreadsAreIntactWhenTheirDestructorsRun) {
+  for (int i = 0; i < 32; ++i) {
+    std::thread([i] {
+      t_scratch.text.assign(64 + i, 's');
+      t_name.text.assign(100 + i, 'n');
+      for (int k = 0; k < 100; ++k) poolalloc_free(poolalloc_malloc(64 + k));
+    }).join();
+  }
+  EXPECT_EQ(OwnsAString::broken.load(), 0);
+}
+
+// A tag pushed by the destructor of a thread_local object. A thread of std::thread destroys its
+// thread_local objects before its exit gives the cache, where the tag stack lives, back: the
+// push works as anywhere. A thread of CreateThread destroys them after: the push is refused with
+// ENOMEM, and what the destructor allocates is untagged.
+struct PushesATagAtThreadExit {
+  static inline int tag = 0;
+  static inline int pushed = 0;
+  static inline int error = 0;
+  static inline std::uint64_t tag_blocks_at_exit = 0;
+  void* touched = nullptr;
+  ~PushesATagAtThreadExit() {
+    errno = 0;
+    pushed = poolalloc_tag_push(tag);
+    error = errno;
+    void* block = poolalloc_malloc(48);
+    poolalloc_tag_stats stats{};
+    poolalloc_get_tag_stats(tag, &stats);
+    tag_blocks_at_exit = stats.live_blocks;
+    poolalloc_free(block);
+    if (pushed == 0) poolalloc_tag_pop();
+  }
+};
+thread_local PushesATagAtThreadExit t_pushes_at_exit;
+
+DWORD WINAPI touch_the_tag_pusher(void*) {
+  t_pushes_at_exit.touched = poolalloc_malloc(16);
+  poolalloc_free(t_pushes_at_exit.touched);
+  return 0;
+}
+
+TEST(WindowsTags, ATagPushedByAThreadLocalsDestructorIsChargedOrRefusedWithEnomemAndUntagged) {
+  PushesATagAtThreadExit::tag = poolalloc_tag_register("thread-local destructor");
+  ASSERT_GT(PushesATagAtThreadExit::tag, 0);
+  std::thread([] { touch_the_tag_pusher(nullptr); }).join();
+  EXPECT_EQ(PushesATagAtThreadExit::pushed, 0);
+  EXPECT_EQ(PushesATagAtThreadExit::tag_blocks_at_exit, 1u);
+
+  HANDLE thread = CreateThread(nullptr, 0, touch_the_tag_pusher, nullptr, 0, nullptr);
+  ASSERT_NE(thread, nullptr);
+  WaitForSingleObject(thread, INFINITE);
+  CloseHandle(thread);
+  EXPECT_EQ(PushesATagAtThreadExit::pushed, -1);
+  EXPECT_EQ(PushesATagAtThreadExit::error, ENOMEM);
+  EXPECT_EQ(PushesATagAtThreadExit::tag_blocks_at_exit, 0u);
 }
 
 // A thread's first allocation runs in a fiber, which is deleted later, by the thread itself or by

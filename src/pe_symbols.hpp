@@ -1,0 +1,35 @@
+// The function names of a loaded PE module (an .exe or a .dll): its COFF symbol table, which
+// mingw-w64's linker writes into the file unless it is stripped (PointerToSymbolTable and
+// NumberOfSymbols of the file header, the string table after it), and which holds static
+// functions and those of anonymous namespaces too; else the export table of the image in memory,
+// the exported functions that a stripped DLL keeps. Allocates nothing and takes no lock of the
+// loader's: the debug heap's reports (call_sites_windows.cpp) read them inside malloc, maybe while
+// another thread is inside LoadLibrary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace poolalloc::internal {
+
+struct PeFile {
+  const std::byte* bytes = nullptr;  // nullptr: none
+  std::size_t size = 0;
+};
+
+// The file that GetMappedFileNameA names for a mapped image, an NT path (under
+// \Device\HarddiskVolume3 on Windows, \??\C: under wine), mapped whole and read-only, or {}
+// when it cannot be opened or mapped. The mapping stays for the life of the process.
+PeFile map_pe_file(const char* mapped_path);
+
+// The function of the module loaded at `image` that holds the address image + `offset`: its name
+// (mangled as the compiler wrote it) copied into `name`, NUL-terminated and cut to `capacity`
+// bytes, and the offset of its first byte in `start`. From `file`'s symbol table when `file` is
+// the module's (its headers' time stamp and image size are those of the image): the function
+// symbol that starts last at or before the address in the section that holds it. Else from the
+// image's export table: the export that starts where the image's exception table says that the
+// function holding the address starts. False when neither names it.
+bool pe_function_at(const std::byte* image, PeFile file, std::uint32_t offset, char* name,
+                    std::size_t capacity, std::uint32_t& start);
+
+}  // namespace poolalloc::internal
