@@ -86,6 +86,16 @@ void* reallocate(void* p, std::size_t size, const void* site) {
   return moved;
 }
 
+unsigned shared_bin_or_report(const void* p, const char* operation) {
+  const unsigned bin = bin_of_shared_block(p);
+  if (bin == kBinCount) report_invalid_pointer(operation, p);
+  return bin;
+}
+
+void deallocate_shared(void* p) {
+  pool_deallocate(p, shared_bin_or_report(p, "free"));
+}
+
 void* allocate_aligned(std::size_t alignment, std::size_t size, const void* site) {
   if (alignment <= kMinAlignment) return allocate(size, site);
   if (count_malloc_bytes(size)) [[unlikely]] {

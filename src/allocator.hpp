@@ -59,12 +59,20 @@ inline void pool_deallocate(void* block, unsigned bin) {
     flush_and_deallocate(bin, block);
 }
 
+// The bin of p, a pointer that region_owns() accepted and that is no block of a span of one bin
+// that malloc handed out: a block of a shared span that malloc handed out (shared_spans.hpp);
+// anything else is reported, naming `operation`, and the program aborts.
+unsigned shared_bin_or_report(const void* p, const char* operation);
+// free of such a pointer: out of line, and reached by a tail call, so that free's fast path
+// saves no register for it.
+void deallocate_shared(void* p);
+
 // The bin (class and tag) of p, a pointer that region_owns() accepted, when p is a block that
 // malloc handed out; anything else is reported, naming `operation`, and the program aborts.
 inline unsigned handed_out_bin_or_report(const void* p, const char* operation) {
   const HandedOutBlock block = decode_handed_out_block(p);
   if (!block.handed_out) [[unlikely]]
-    report_invalid_pointer(operation, p);
+    return shared_bin_or_report(p, operation);
   return block.bin;
 }
 
@@ -83,7 +91,10 @@ inline unsigned handed_out_bin_or_report(const void* p, const char* operation) {
 // scripts/fastpath-instructions.sh, which a test holds to this figure.
 inline void deallocate(void* p) {
   if (region_owns(p)) [[likely]] {
-    pool_deallocate(p, handed_out_bin_or_report(p, "free"));
+    const HandedOutBlock block = decode_handed_out_block(p);
+    if (!block.handed_out) [[unlikely]]
+      return deallocate_shared(p);
+    pool_deallocate(p, block.bin);
     return;
   }
   free_unpooled(p);  // also nullptr, which it ignores

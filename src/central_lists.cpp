@@ -12,6 +12,7 @@
 #include "misuse.hpp"
 #include "os.hpp"
 #include "pool_region.hpp"
+#include "shared_spans.hpp"
 #include "span_carving.hpp"
 #include "tag_registry.hpp"
 
@@ -109,8 +110,69 @@ struct alignas(64) BinList {
   // that the statistics count them free, not live, until the next holder files them (never fewer
   // than wait there; in a child of fork(), more by the blocks of a push that fork interrupted).
   std::atomic<std::uint64_t> orphaned{0};
-  Span* partial = nullptr;   // spans with free blocks and used ones, doubly linked
-  ClassCounters counters{};  // but `stacked`, which class_counters() fills in
+  Span* partial = nullptr;  // spans with free blocks and used ones, doubly linked
+  // ClassCounters but `stacked`, which class_counters() fills in (`spans`: the bin's own).
+  std::uint64_t blocks_out = 0;
+  std::uint64_t peak_out = 0;
+  std::uint32_t spans = 0;
+  // The run of a shared span (shared_spans.hpp) whose blocks the bin hands out: blocks
+  // [run_next, run_end) of span run_span (its index) are its and not handed out yet. Empty
+  // (run_next == run_end) but while the bin is young.
+  std::uint32_t run_span = 0;
+  std::uint16_t run_next = 0;
+  std::uint16_t run_end = 0;
+  // Blocks of the bin's runs that came back to their shared spans, at most (a run that came back
+  // whole may have gone to another tag since, a span emptied): while there may be any, a refill
+  // takes them first, young bin or not, so that none stay in a shared span that no bin takes from.
+  std::uint32_t returned = 0;
+
+  // Whether the bin takes its blocks from shared spans (shared_spans.hpp): a tag's bin of a class
+  // up to kSharedClassBytes that never had kYoungBinBytes of blocks out at once, and no span of
+  // its own (which it has when no shared run could be had), of a tag other than the first that
+  // asked for blocks of the class.
+  bool young(unsigned bin) const {
+    return bin_tag(bin) != 0 && bin_block_size(bin) <= kSharedClassBytes &&
+           peak_out * bin_block_size(bin) < kYoungBinBytes && spans == 0 &&
+           !first_tag_of_class(bin);
+  }
+  // Carves up to `wanted` blocks into blocks[wanted - n, wanted) from the bin's run, and when it
+  // runs out, from the blocks that came back to its tag's runs, then, if the bin is young, from
+  // one new run at most; returns n.
+  std::uint32_t carve_shared_blocks(unsigned bin, void** blocks, std::uint32_t wanted) {
+    std::uint32_t count = 0;
+    for (bool may_take_run = true; count < wanted;) {
+      if (run_next == run_end) {
+        if (!may_take_run) break;
+        may_take_run = false;
+        if (returned != 0) {
+          const std::uint32_t asked = wanted - count;
+          const std::uint32_t taken = take_returned_blocks(bin, blocks, asked);
+          std::copy_backward(blocks, blocks + taken, blocks + wanted - count);
+          count += taken;
+          returned = taken < asked ? 0 : returned - std::min(returned, taken);
+          if (taken != 0) break;
+        }
+        if (!young(bin)) break;
+        const SharedRun run = take_shared_run(bin);
+        if (run.span == nullptr) break;
+        run_span = static_cast<std::uint32_t>(span_index_of(*run.span));
+        run_next = static_cast<std::uint16_t>(run.first);
+        run_end = static_cast<std::uint16_t>(run.first + run.count);
+      }
+      blocks[wanted - ++count] = block_at(span_at(run_span), run_next++);
+    }
+    return count;
+  }
+  // Under the lock, for decay and malloc_trim: the blocks of the bin's run not handed out go back
+  // to their span; returns it when it became empty (for release once the lock is dropped).
+  Span* give_back_run(unsigned bin) {
+    Span* to_release = nullptr;
+    for (; run_next != run_end; ++run_next) {
+      if (Span* empty = give_back_shared(bin, block_at(span_at(run_span), run_next)))
+        list_push(to_release, *empty);
+    }
+    return to_release;
+  }
 
   // A span to take blocks from: a partial one, else a newly carved one. When no empty span is
   // retained (the new one's pages will be faulted in) while the central stacks hold more than
@@ -126,7 +188,7 @@ struct alignas(64) BinList {
       request_stack_drain();
     Span* span = carve_span(bin);
     if (span == nullptr) return nullptr;
-    ++counters.spans;
+    ++spans;
     dlist_push(partial, *span);
     return span;
   }
@@ -135,8 +197,8 @@ struct alignas(64) BinList {
   // hands out from the end, so the program gets them in address order.
   std::uint32_t carve_blocks(unsigned bin, void** blocks, std::uint32_t wanted,
                              std::uint32_t first_touches_left) {
-    std::uint32_t count = 0;
-    bool page_limit_reached = false;
+    std::uint32_t count = carve_shared_blocks(bin, blocks, wanted);
+    bool page_limit_reached = count != 0;
     while (count < wanted && !page_limit_reached) {
       Span* span = span_with_free_blocks(bin);
       if (span == nullptr) break;
@@ -159,8 +221,8 @@ struct alignas(64) BinList {
       if (span->blocks.full()) dlist_unlink(partial, *span);
     }
     std::copy(blocks + wanted - count, blocks + wanted, blocks);
-    counters.blocks_out += count;
-    counters.peak_out = std::max(counters.peak_out, counters.blocks_out);
+    blocks_out += count;
+    peak_out = std::max(peak_out, blocks_out);
     count_blocks_out(count);
     if (count != 0) charge_tag(bin_tag(bin), std::uint64_t{count} * bin_block_size(bin));
     return count;
@@ -174,7 +236,7 @@ struct alignas(64) BinList {
   Span* return_to_spans(unsigned bin, void* const* blocks, std::uint32_t count,
                         bool purged = false) {
     Span* to_release = nullptr;
-    counters.blocks_out -= count;
+    blocks_out -= count;
     g_all_blocks_out.fetch_sub(count, std::memory_order_relaxed);
     // Purged blocks were taken out by take_unpurged, which did not charge the tag for them.
     if (count != 0 && !purged)
@@ -182,6 +244,11 @@ struct alignas(64) BinList {
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks[i];
       Span& span = span_of(block);
+      if (span.shared_slot != 0) {
+        ++returned;
+        if (Span* empty = give_back_shared(bin, block)) list_push(to_release, *empty);
+        continue;
+      }
       const bool was_full = span.blocks.full();
       if (!span.blocks.give_back(block_index_of(span, block), bitmap_of(span))) [[unlikely]]
         report_double_free("free", block, bin);
@@ -189,7 +256,7 @@ struct alignas(64) BinList {
       if (!purged) span.unpurged = true;
       if (!span.blocks.empty()) continue;
       dlist_unlink(partial, span);
-      --counters.spans;
+      --spans;
       list_push(to_release, span);
     }
     return to_release;
@@ -250,7 +317,7 @@ struct alignas(64) BinList {
         blocks[count++] = block_at(*span, span->blocks.take(bitmap_of(*span)));
       if (count == 0) continue;
       if (span->blocks.full()) dlist_unlink(partial, *span);
-      counters.blocks_out += count;
+      blocks_out += count;
       g_all_blocks_out.fetch_add(count, std::memory_order_relaxed);
       return count;
     }
@@ -266,6 +333,7 @@ struct alignas(64) BinList {
   }
 };
 
+static_assert(sizeof(BinList) == 64, "a bin's central list is one cache line");
 BinList g_bins[kBinCount];
 
 void release_all(Span* spans) {
@@ -330,6 +398,7 @@ bool empty_central_stacks(std::uint32_t most_blocks) {
         if (!guard.locked()) break;  // held for fork(): nothing to trim now
         if (first) left = std::min(list.stacked, most_blocks);
         to_release = list.drain_orphans(bin);
+        if (first) list_splice(to_release, list.give_back_run(bin));
         emptied |= list.stacked != 0;
         const std::uint32_t moving = std::min(left, kBlocksPerLockHold);
         list_splice(to_release, list.unstack(bin, moving));
@@ -398,9 +467,11 @@ ClassCounters class_counters(unsigned bin) {
   // Held for fork(), the counters cannot change: read them as they are. (The forking thread
   // itself may be asking, from another library's fork handler.)
   TryLockGuard guard(list.lock);
-  ClassCounters counters = list.counters;
-  counters.stacked = list.stacked + list.orphaned.load(std::memory_order_relaxed);
-  return counters;
+  // An untagged bin's spans are its class's shared spans too (shared_spans.hpp), whose blocks
+  // its tags' bins count.
+  const std::uint64_t shared = bin_tag(bin) == 0 ? shared_span_count(bin_class(bin)) : 0;
+  return {list.blocks_out, list.peak_out,
+          list.stacked + list.orphaned.load(std::memory_order_relaxed), list.spans + shared};
 }
 
 std::uint64_t peak_blocks_out() {

@@ -15,6 +15,9 @@
 //   1. the reclaim lock (thread_cache.cpp): one thread reclaims from caches at a time
 //   2. the thread cache registry lock (thread_cache.cpp), never held with 3 or 4
 //   3. a bin's central list lock (central_lists.cpp), one bin at a time, in bin order
+//   3a. a class's shared-span lock (shared_spans.cpp), taken only under a bin's lock (3), one at
+//      a time; not taken for fork: the forking thread holds every bin's lock, so no thread holds
+//      one of these then, and a child of fork() finds them free
 //   4. the span carving lock (span_carving.cpp), taken under 3 when a class carves a span
 //   5. the debug heap's lock (debug_heap.cpp), never held while calling into 0-4
 //   6. the large-block cache's lock (large_blocks.cpp): nothing is taken or called under it

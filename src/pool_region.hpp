@@ -53,6 +53,10 @@ struct alignas(64) Span {
   // back, purge_free_blocks). Carving a never-used block whose mark falls in such a page faults
   // in nothing (central_lists.cpp).
   std::uint32_t written_pages = 0;
+  // Of a shared span (below), its slot in g_run_tags plus one; 0 for a span of one bin. Written
+  // under its class's shared-span lock before any of its blocks is handed out, read without it
+  // under the same argument as carved_end.
+  std::uint8_t shared_slot = 0;
 };
 
 struct PoolRegion {
@@ -86,6 +90,22 @@ inline constexpr std::size_t kBitmapGroupWords = kSpansPerBitmapGroup * SpanBloc
 static_assert(kSpansPerBitmapGroup * kBitmapTailWords * sizeof(std::uint64_t) % kPageSize == 0,
               "the tails of a group fill whole pages");
 static_assert(sizeof(Span) == 64, "free reads one cache line of a span's record");
+
+// Shared spans (shared_spans.hpp): a span of one size class whose blocks go out by runs, each
+// run to a bin of one tag, so that the bins of many tags that use the class little share its
+// pages. Its record's bin is the class's untagged one, which tells its class (and its carved end
+// stays 0, which sends free past its fast path); the tag of each of its runs is a byte in the
+// run tags of its slot, 0 while the run is not handed out. 64 slots of 256 runs: 16 KiB, of
+// which a program touches the slots its shared spans took, 16 to a page.
+inline constexpr std::uint32_t kRunsPerSharedSpan = 256;
+inline constexpr std::size_t kSharedSpanSlots = 64;
+inline constinit std::uint8_t g_run_tags[kSharedSpanSlots][kRunsPerSharedSpan] = {};
+// The blocks of a run of a shared span of blocks of `block_size` bytes: the fewest that leave
+// at most kRunsPerSharedSpan runs, 512 bytes of blocks or one block above that.
+constexpr std::uint32_t run_blocks(std::uint32_t block_size) {
+  const std::uint32_t blocks = static_cast<std::uint32_t>(kSpanSize) / block_size;
+  return (blocks + kRunsPerSharedSpan - 1) / kRunsPerSharedSpan;
+}
 static_assert(kSpanSize / 4096 <= 32, "Span::written_pages has a bit per page");
 
 inline constinit PoolRegion g_region;
@@ -153,14 +173,24 @@ inline void set_span_bin(Span& span, unsigned bin) {
   span.bin_plus_one = bin == kBinCount ? std::uint16_t{0} : static_cast<std::uint16_t>(bin + 1);
 }
 
+// The bin of the block `index` of a shared span: its run's tag's bin of the span's class, or
+// kBinCount while its run is not handed out.
+inline unsigned shared_block_bin(const Span& span, std::uint32_t index) {
+  const unsigned tag =
+      g_run_tags[span.shared_slot - 1u][index / run_blocks(span.blocks.block_size())];
+  return tag == 0 ? kBinCount : bin_of(tag, bin_class(span.bin_plus_one - 1u));
+}
+
 // The bin of p, a pointer that region_owns() accepted, when p is the start of a whole block in
-// a span that serves a bin; kBinCount otherwise. class_of_block: its class, or kClassCount.
+// a span that serves a bin, or of a run of a shared span handed out to a bin; kBinCount
+// otherwise. class_of_block: its class, or kClassCount.
 inline unsigned bin_of_block(const void* p) {
   const Span& span = span_of(p);
   const std::uint32_t offset = offset_in_span(p);
   if (span.bin_plus_one == 0 || !span.blocks.contains(offset) ||
       !span.blocks.is_block_offset(offset)) [[unlikely]]
     return kBinCount;
+  if (span.shared_slot != 0) return shared_block_bin(span, span.blocks.index_of(offset));
   return span.bin_plus_one - 1u;
 }
 inline unsigned class_of_block(const void* p) {
@@ -179,12 +209,21 @@ struct HandedOutBlock {
   unsigned bin;
   bool handed_out;
 };
+//
+// A block of a shared span is never handed out by this answer (the span's carved end is 0):
+// free's slow path asks bin_of_shared_block.
 inline HandedOutBlock decode_handed_out_block(const void* p) {
   Span& span = span_of(p);
   const std::uint32_t offset = offset_in_span(p);
   const bool handed_out = offset < carved_end_of(span).load(std::memory_order_relaxed) &&
                           span.blocks.is_block_offset(offset);
   return {span.bin_plus_one - 1u, handed_out};
+}
+
+// The bin of p, a pointer that region_owns() accepted, when p is a block of a shared span that
+// malloc handed out (of a run handed out to a bin); kBinCount otherwise.
+inline unsigned bin_of_shared_block(const void* p) {
+  return span_of(p).shared_slot == 0 ? kBinCount : bin_of_block(p);
 }
 
 // Gives the region its place, for at most `max_bytes` (rounded down to whole spans), and maps

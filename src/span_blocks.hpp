@@ -80,6 +80,31 @@ class SpanBlocks {
     return true;
   }
 
+  // Shared spans (shared_spans.hpp) hand their blocks out by runs of `count` blocks (at most 64)
+  // from `first`, never one at a time: the next run of never-used ones, or a run whose blocks all
+  // came back, which then leave the free ones.
+  [[nodiscard]] bool has_never_used(std::uint32_t count) const {
+    return block_count_ - initialised_ >= count;
+  }
+  [[nodiscard]] std::uint32_t take_never_used(std::uint32_t count) {
+    const std::uint32_t first = initialised_;
+    initialised_ += count;
+    return first;
+  }
+  [[nodiscard]] static bool all_given_back(SpanBitmap bitmap, std::uint32_t first,
+                                           std::uint32_t count) {
+    bool all = true;
+    for_each_run_word(bitmap, first, count, [&](std::uint64_t& word, std::uint64_t mask) {
+      all = all && (word & mask) == mask;
+    });
+    return all;
+  }
+  void take_given_back(SpanBitmap bitmap, std::uint32_t first, std::uint32_t count) {
+    for_each_run_word(bitmap, first, count,
+                      [&](std::uint64_t& word, std::uint64_t mask) { word &= ~mask; });
+    given_back_ -= count;
+  }
+
   // Calls f(index) for every block given back and not taken since, lowest first.
   template <class F>
   void for_each_given_back(SpanBitmap bitmap, F f) const {
@@ -113,6 +138,18 @@ class SpanBlocks {
   }
 
  private:
+  // Calls f(word, mask) for the words of the bitmap that blocks [first, first + count) fall in (a
+  // run straddles two at most), mask their bits in it.
+  template <class F>
+  static void for_each_run_word(SpanBitmap bitmap, std::uint32_t first, std::uint32_t count, F f) {
+    for (std::uint32_t index = first, end = first + count; index < end;) {
+      const std::uint32_t bits = std::min(end - index, 64 - index % 64);
+      const std::uint64_t ones = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+      f(bitmap[index / 64], ones << (index % 64));
+      index += bits;
+    }
+  }
+
   std::uint32_t block_size_ = 0;
   std::uint32_t block_count_ = 0;
   std::uint32_t initialised_ = 0;  // the bump index

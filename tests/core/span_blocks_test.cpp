@@ -102,5 +102,30 @@ TEST_F(SpanBlocksTest, OnlyBlockStartsInsideWholeBlocksAreBlockOffsets) {
   EXPECT_FALSE(blocks.contains(48 * (kSpan / 48)));  // the tail past the last whole block
 }
 
+// Shared spans take runs: never-used ones from the bump index, or a run whose blocks all came
+// back, found across the two words of the bitmap it straddles (11 blocks from 59: bits 59 to 63
+// of word 0 and 0 to 5 of word 1), and taken out of the free ones whole.
+TEST_F(SpanBlocksTest, ARunOfBlocksAllGivenBackIsTakenWholeAcrossTwoWordsOfTheBitmap) {
+  SpanBlocks blocks(48, kSpan);
+  EXPECT_EQ(blocks.take_never_used(11), 0u);
+  EXPECT_EQ(blocks.take_never_used(11), 11u);
+  for (std::uint32_t i = 22; i < 77; ++i) ASSERT_EQ(blocks.take(bitmap), i);
+  for (std::uint32_t i = 59; i < 70; ++i) {
+    if (i == 64) continue;
+    ASSERT_TRUE(blocks.give_back(i, bitmap));
+  }
+  EXPECT_FALSE(SpanBlocks::all_given_back(bitmap, 59, 11)) << "block 64 is out";
+  ASSERT_TRUE(blocks.give_back(64, bitmap));
+  EXPECT_TRUE(SpanBlocks::all_given_back(bitmap, 59, 11));
+  EXPECT_FALSE(SpanBlocks::all_given_back(bitmap, 58, 11));
+  blocks.take_given_back(bitmap, 59, 11);
+  EXPECT_EQ(blocks.given_back_count(), 0u);
+  EXPECT_EQ(head[0], 0u);
+  EXPECT_EQ(head[1], 0u);
+  EXPECT_EQ(blocks.used_count(), 77u);
+  EXPECT_TRUE(blocks.has_never_used(kSpan / 48 - 77));
+  EXPECT_FALSE(blocks.has_never_used(kSpan / 48 - 76));
+}
+
 }  // namespace
 }  // namespace poolalloc::internal

@@ -1,6 +1,7 @@
-// Memory tags in the core: a block's tag is its span's bin, a thread's bins of a tag get slots
-// at its first slow path for the tag, and a free from any thread goes to the block's own tag's
-// bin. Run under ThreadSanitizer too (the threads' test), which the exported malloc cannot be.
+// Memory tags in the core: a block's tag is its bin's (its span's, or its run's in a shared span:
+// shared_spans_test.cpp), a thread's bins of a tag get slots at its first slow path for the tag,
+// and a free from any thread goes to the block's own tag's bin. Run under ThreadSanitizer too (the
+// threads' test), which the exported malloc cannot be.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -29,7 +30,7 @@ int tag_named(const char* name) {
   return tag;
 }
 
-TEST(Tags, ABlocksSpanServesTheBinOfTheTagCurrentAtItsMalloc) {
+TEST(Tags, ABlocksBinIsTheOneOfTheTagCurrentAtItsMalloc) {
   const int tag = tag_named("CoreSpan");
   on_a_new_thread([&] {
     void* untagged = allocate(64);
@@ -38,8 +39,9 @@ TEST(Tags, ABlocksSpanServesTheBinOfTheTagCurrentAtItsMalloc) {
     void* aligned = allocate_aligned(256, 256);
     ASSERT_EQ(pop_tag(), tag);
     EXPECT_EQ(span_bin_of(untagged), class_of(64));
-    EXPECT_EQ(span_bin_of(tagged), bin_of(static_cast<unsigned>(tag), class_of(64)));
-    EXPECT_EQ(span_bin_of(aligned), bin_of(static_cast<unsigned>(tag), class_of(256)));
+    EXPECT_EQ(bin_of_block(untagged), class_of(64));
+    EXPECT_EQ(bin_of_block(tagged), bin_of(static_cast<unsigned>(tag), class_of(64)));
+    EXPECT_EQ(bin_of_block(aligned), bin_of(static_cast<unsigned>(tag), class_of(256)));
     EXPECT_EQ(class_of_block(tagged), class_of(64));
     EXPECT_EQ(usable_size(tagged), 64u);
     deallocate(untagged);

@@ -16,6 +16,7 @@
 #include <iterator>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -201,12 +202,21 @@ TEST(MemoryTags, EachMallocChargesItsTagAndEachFreeFromAnyThreadDischargesIt) {
   EXPECT_GE(stats.peak_bytes, 48000u) << "the peak stays";
 }
 
-// A span serves one tag: blocks of one size class under two tags never share a span, so a
-// block's span says its tag.
-TEST(MemoryTags, BlocksOfTwoTagsNeverShareASpan) {
+// A tag's first blocks of a size class come from runs of its own (11 blocks of 48 bytes, 528
+// bytes) in spans of the class that tags share, unless it was the first tag to ask for the class;
+// once it had 16 KiB of them out, from spans of its own. So blocks of two tags never share a run,
+// and past their first 16 KiB (342 blocks of 48 bytes, and what a refill takes ahead of the
+// mallocs) never a span.
+TEST(MemoryTags, BlocksOfTwoTagsShareNoRunAndPastTheirFirst16KiBNoSpan) {
+  // The first tag to ask for 48-byte blocks takes spans of its own from the start.
+  const int claim = new_tag("SpanClaim");
+  poolalloc_tag_push(claim);
+  void* claimed = malloc(48);
+  poolalloc_tag_pop();
   const int first = new_tag("SpanFirst");
   const int second = new_tag("SpanSecond");
   constexpr int kBlocks = 3000;  // more than a 128 KiB span holds of 48-byte blocks
+  constexpr int kYoung = 600;
   std::vector<void*> a(kBlocks), b(kBlocks);
   for (int i = 0; i < kBlocks; ++i) {
     poolalloc_tag_push(first);
@@ -216,21 +226,23 @@ TEST(MemoryTags, BlocksOfTwoTagsNeverShareASpan) {
     b[i] = malloc(48);
     poolalloc_tag_pop();
   }
-  std::vector<std::uintptr_t> spans_a, spans_b;
-  for (int i = 0; i < kBlocks; ++i) {
-    spans_a.push_back(reinterpret_cast<std::uintptr_t>(a[i]) >> 17);
-    spans_b.push_back(reinterpret_cast<std::uintptr_t>(b[i]) >> 17);
-  }
-  std::sort(spans_a.begin(), spans_a.end());
-  std::sort(spans_b.begin(), spans_b.end());
-  std::vector<std::uintptr_t> shared;
-  std::set_intersection(spans_a.begin(), spans_a.end(), spans_b.begin(), spans_b.end(),
-                        std::back_inserter(shared));
-  EXPECT_TRUE(shared.empty()) << shared.size() << " spans hold blocks of both tags";
+  const auto span = [](void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 17; };
+  const auto run = [](void* p) {
+    return (reinterpret_cast<std::uintptr_t>(p) & 0x1ffff) / 48 / 11;
+  };
+  EXPECT_EQ(span(a[0]), span(b[0])) << "the first blocks share a span";
+  std::set<std::pair<std::uintptr_t, std::uintptr_t>> runs_a;
+  for (void* p : a) runs_a.insert({span(p), run(p)});
+  for (void* p : b) EXPECT_EQ(runs_a.count({span(p), run(p)}), 0u) << p << " shares a run";
+  std::set<std::uintptr_t> late_spans_a;
+  for (int i = kYoung; i < kBlocks; ++i) late_spans_a.insert(span(a[i]));
+  for (int i = kYoung; i < kBlocks; ++i)
+    EXPECT_EQ(late_spans_a.count(span(b[i])), 0u) << i << ": a span holds blocks of both tags";
   for (int i = 0; i < kBlocks; ++i) {
     free(a[i]);
     free(b[i]);
   }
+  free(claimed);
   EXPECT_EQ(stats_of(first).live_blocks, 0u);
   EXPECT_EQ(stats_of(second).live_blocks, 0u);
 }
