@@ -5,29 +5,20 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
 #include <vector>
 
 #include "allocator.hpp"
 #include "central_lists.hpp"
 #include "stats.hpp"
 #include "tag_registry.hpp"
+#include "tag_test_helpers.hpp"
 #include "thread_cache.hpp"
 
 namespace {
 
 using namespace poolalloc::internal;
-
-template <class Body>
-void on_a_new_thread(Body body) {
-  std::thread(body).join();
-}
-
-unsigned tag_named(const char* name) {
-  const int tag = register_tag(name);
-  EXPECT_GT(tag, 0) << name;
-  return static_cast<unsigned>(tag);
-}
+using core_test::on_a_new_thread;
+using core_test::tag_named;
 
 // `count` blocks of `size` bytes allocated under `tag` on this thread.
 std::vector<void*> allocate_under(unsigned tag, std::size_t size, int count) {

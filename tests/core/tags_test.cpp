@@ -12,23 +12,15 @@
 #include "pool_region.hpp"
 #include "stats.hpp"
 #include "tag_registry.hpp"
+#include "tag_test_helpers.hpp"
 #include "tagged_system_blocks.hpp"
 #include "thread_cache.hpp"
 
 namespace {
 
 using namespace poolalloc::internal;
-
-template <class Body>
-void on_a_new_thread(Body body) {
-  std::thread(body).join();
-}
-
-int tag_named(const char* name) {
-  const int tag = register_tag(name);
-  EXPECT_GT(tag, 0) << name;
-  return tag;
-}
+using core_test::on_a_new_thread;
+using core_test::tag_named;
 
 TEST(Tags, ABlocksBinIsTheOneOfTheTagCurrentAtItsMalloc) {
   const int tag = tag_named("CoreSpan");
