@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "c_runtime_blocks.hpp"
 #include "opaque_pointer.hpp"
 
 // Call sites with names of their own: neither inlined nor left by a tail call (a tail call's
@@ -27,14 +28,7 @@ extern "C" [[gnu::noinline]] void windows_site_free(void* p) {
 namespace {
 
 TEST(WindowsDebugHeap, ABlockOfTheCRuntimesMallocIsTakenAsTheReleaseBuildTakesIt) {
-  char* copy = strdup("a string the C runtime allocated");
-  EXPECT_FALSE(poolalloc_owns(copy));
-  EXPECT_GE(poolalloc_usable_size(copy), std::strlen(copy) + 1);
-  poolalloc_free(copy);
-  char* grown = static_cast<char*>(poolalloc_realloc(strdup("grow me"), 100000));
-  ASSERT_NE(grown, nullptr);
-  EXPECT_STREQ(grown, "grow me");
-  poolalloc_free(grown);
+  expect_c_runtime_blocks_taken();
   ::operator delete(opaque(strdup("deleted")));
   ::operator delete (opaque(std::malloc(32)), std::size_t{32});
 }
