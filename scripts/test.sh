@@ -5,7 +5,7 @@
 #   3. clang build: the same code must compile warning-free, and the unit tests pass;
 #   4. the toolkit and core tests under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   5. the thread-related tests under ThreadSanitizer;
-#   6. the libFuzzer target of the malloc for PA_TEST_FUZZ_SECONDS (default 30);
+#   6. the libFuzzer target of the malloc for PA_TEST_FUZZ_SECONDS (default 15) on every CPU;
 #   7. the toolkit's tests, the core's unit tests and libpoolalloc.a's Windows tests (operators,
 #      64 threads, every kind of Windows thread, libstdc++ linked both ways, a game built against
 #      the installed prefix, GoogleTest's own unit test linked with and without poolalloc) built
@@ -63,7 +63,7 @@ stage "ThreadSanitizer: thread-related tests"
 build tsan
 check tsan
 
-stage "libFuzzer: malloc_fuzzer for ${PA_TEST_FUZZ_SECONDS:-30} s"
+stage "libFuzzer: malloc_fuzzer for ${PA_TEST_FUZZ_SECONDS:-15} s on every CPU"
 build fuzz
 check fuzz
 
