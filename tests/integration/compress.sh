@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A multithreaded compressor under poolalloc. Usage: compress.sh xz|zstd
-# Compresses 50 MiB of generated data with two threads (-T2), checks the archive, decompresses
+# Compresses 24 MiB of generated data with two threads (-T2), checks the archive, decompresses
 # it and compares checksums; then compresses a 4 MiB slice at a higher level. The compressor's
 # stderr is collected apart, so that the statistics checked are its own, not sha256sum's.
 set -euo pipefail
@@ -18,7 +18,7 @@ pa_setup
 
 # The input is made once, on the system allocator, outside the working directory.
 input=$PA_TEST_SCRATCH/input.dat
-/usr/bin/python3 "$pa_data/make_input.py" 50 "$input"
+/usr/bin/python3 "$pa_data/make_input.py" 24 "$input"
 
 workload() {
   local log=$PWD/$tool.err
