@@ -452,7 +452,17 @@ ThreadCache* own_thread_cache(bool wait_for_fork) {
   if (t_exited || !ensure_initialised()) return nullptr;
   ThreadCache* cache = new_cache(wait_for_fork);
   if (cache == nullptr) return nullptr;
+  // On Windows each thread word takes a TLS index of the process at its first write; the exited
+  // flag's is taken here too, so that a thread that had a cache can always be marked exited.
+  // With no index left, a word keeps reading as its initial value: the thread goes uncached (its
+  // calls go to the central lists, as an exited thread's) rather than making a cache at every
+  // call. On Linux the words are thread-local variables, and the test folds away.
+  t_exited = false;
   t_cache = cache;
+  if (t_cache != cache) [[unlikely]] {
+    retire_cache(cache);
+    return nullptr;
+  }
   set_exit_value(*cache);
   return cache;
 }

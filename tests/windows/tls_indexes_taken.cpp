@@ -1,0 +1,58 @@
+// Out of TLS indexes: the program takes every index of the process before poolalloc's
+// constructor runs, so that the library has none for its thread words (the thread's cache, its
+// exited flag). Each thread must then go uncached, its news served by the central lists, rather
+// than make a thread cache at every call and leak it. Exits with 0 when 20,000 news and deletes
+// in the main thread and in a thread of CreateThread were all served, intact, by the pools, and
+// no thread cache is left.
+#include <poolalloc/poolalloc.h>
+#include <windows.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+DWORD g_taken[2048];
+int g_taken_count = 0;
+
+// Before poolalloc's constructor (priority 101 runs before the default), and before any new.
+__attribute__((constructor(101))) void take_every_tls_index() {
+  for (DWORD index; g_taken_count < 2048 && (index = TlsAlloc()) != TLS_OUT_OF_INDEXES;)
+    g_taken[g_taken_count++] = index;
+}
+
+// 20,000 pairs of new[] and delete[] of 64 bytes; the number whose bytes were intact.
+int churn() {
+  int intact = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto* block = new char[64];
+    std::memset(block, i & 0xff, 64);
+    intact += poolalloc_owns(block) != 0 && block[63] == static_cast<char>(i & 0xff);
+    delete[] block;
+  }
+  return intact;
+}
+
+DWORD WINAPI thread_body(LPVOID result) {
+  *static_cast<int*>(result) = churn();
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  const int in_main = churn();
+  int in_thread = 0;
+  const HANDLE thread = CreateThread(nullptr, 0, thread_body, &in_thread, 0, nullptr);
+  if (thread == nullptr) return 2;
+  WaitForSingleObject(thread, INFINITE);
+  CloseHandle(thread);
+  poolalloc_stats stats{};
+  poolalloc_get_stats(&stats);
+  std::printf(
+      "%d TLS indexes taken; intact pooled pairs: %d in main, %d in a thread; %llu thread"
+      " caches\n",
+      g_taken_count, in_main, in_thread, static_cast<unsigned long long>(stats.thread_caches));
+  for (int i = 0; i < g_taken_count; ++i) TlsFree(g_taken[i]);
+  return in_main == 20000 && in_thread == 20000 && stats.thread_caches == 0 ? 0 : 1;
+}
