@@ -59,10 +59,33 @@ void copy_name(char* to, std::size_t capacity, const char* from, std::size_t mos
   to[length] = '\0';
 }
 
+// Where the function that holds `offset` starts, from the image's exception table (.pdata: the
+// first and last byte of every function that has unwind data, which x86-64's gcc gives every
+// function), or 0 when no entry holds it.
+std::uint32_t function_start(const std::byte* image, const IMAGE_NT_HEADERS64* nt,
+                             std::uint32_t offset) {
+  const std::size_t size = nt->OptionalHeader.SizeOfImage;
+  if (nt->OptionalHeader.NumberOfRvaAndSizes <= IMAGE_DIRECTORY_ENTRY_EXCEPTION) return 0;
+  const IMAGE_DATA_DIRECTORY directory =
+      nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXCEPTION];
+  if (directory.VirtualAddress > size || directory.Size > size - directory.VirtualAddress) return 0;
+  const auto* functions =
+      reinterpret_cast<const RUNTIME_FUNCTION*>(image + directory.VirtualAddress);
+  for (std::size_t i = 0; i < directory.Size / sizeof(RUNTIME_FUNCTION); ++i) {
+    if (offset - functions[i].BeginAddress < functions[i].EndAddress - functions[i].BeginAddress)
+      return functions[i].BeginAddress;
+  }
+  return 0;
+}
+
 // The COFF symbol table of `file`, if `file` is the module whose headers `image` are: the
-// function symbol of the section that holds `offset` that starts last at or before it.
+// function symbol of the section that holds `offset` that starts last at or before it, if it
+// starts at `holder`, where the exception table says that the function holding `offset` starts
+// (0: unknown). A function without a symbol of its own (a static one linked with -Wl,-x, one of a
+// library's local functions) follows another function's symbol, which is no name for it.
 bool symbol_table_function(PeFile file, const IMAGE_NT_HEADERS64* image, std::uint32_t offset,
-                           char* name, std::size_t capacity, std::uint32_t& start) {
+                           std::uint32_t holder, char* name, std::size_t capacity,
+                           std::uint32_t& start) {
   const IMAGE_NT_HEADERS64* nt = nt_headers(file.bytes, file.size);
   if (nt == nullptr || nt->FileHeader.TimeDateStamp != image->FileHeader.TimeDateStamp ||
       nt->OptionalHeader.SizeOfImage != image->OptionalHeader.SizeOfImage)
@@ -98,6 +121,8 @@ bool symbol_table_function(PeFile file, const IMAGE_NT_HEADERS64* image, std::ui
     found = true;
   }
   if (!found) return false;
+  const std::uint32_t symbol_start = section_table(nt)[section].VirtualAddress + best.Value;
+  if (holder != 0 && symbol_start != holder) return false;
   if (best.N.Name.Short != 0) {  // up to 8 bytes in the record, NUL-terminated only if shorter
     copy_name(name, capacity, reinterpret_cast<const char*>(best.N.ShortName),
               sizeof best.N.ShortName);
@@ -106,33 +131,14 @@ bool symbol_table_function(PeFile file, const IMAGE_NT_HEADERS64* image, std::ui
               reinterpret_cast<const char*>(file.bytes + strings + best.N.Name.Long),
               strings_size - best.N.Name.Long);
   }
-  start = section_table(nt)[section].VirtualAddress + best.Value;
+  start = symbol_start;
   return true;
 }
 
-// Where the function that holds `offset` starts, from the image's exception table (.pdata: the
-// first and last byte of every function that has unwind data, which x86-64's gcc gives every
-// function), or 0 when no entry holds it.
-std::uint32_t function_start(const std::byte* image, const IMAGE_NT_HEADERS64* nt,
-                             std::uint32_t offset) {
-  const std::size_t size = nt->OptionalHeader.SizeOfImage;
-  if (nt->OptionalHeader.NumberOfRvaAndSizes <= IMAGE_DIRECTORY_ENTRY_EXCEPTION) return 0;
-  const IMAGE_DATA_DIRECTORY directory =
-      nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXCEPTION];
-  if (directory.VirtualAddress > size || directory.Size > size - directory.VirtualAddress) return 0;
-  const auto* functions =
-      reinterpret_cast<const RUNTIME_FUNCTION*>(image + directory.VirtualAddress);
-  for (std::size_t i = 0; i < directory.Size / sizeof(RUNTIME_FUNCTION); ++i) {
-    if (offset - functions[i].BeginAddress < functions[i].EndAddress - functions[i].BeginAddress)
-      return functions[i].BeginAddress;
-  }
-  return 0;
-}
-
-// The export table of the image in memory: the exported function that starts where the function
-// that holds `offset` starts (function_start). Another function's export is no name for it (the
-// table gives no sizes): a call site in a function that is not exported gets none.
-bool exported_function(const std::byte* image, const IMAGE_NT_HEADERS64* nt, std::uint32_t offset,
+// The export table of the image in memory: the exported function that starts at `holder`, where
+// the function that holds the call site starts (function_start). Another function's export is no
+// name for it (the table gives no sizes): a call site in a function that is not exported gets none.
+bool exported_function(const std::byte* image, const IMAGE_NT_HEADERS64* nt, std::uint32_t holder,
                        char* name, std::size_t capacity, std::uint32_t& start) {
   const std::size_t size = nt->OptionalHeader.SizeOfImage;
   if (nt->OptionalHeader.NumberOfRvaAndSizes <= IMAGE_DIRECTORY_ENTRY_EXPORT) return false;
@@ -153,7 +159,6 @@ bool exported_function(const std::byte* image, const IMAGE_NT_HEADERS64* nt, std
   const auto* functions = reinterpret_cast<const DWORD*>(image + exports->AddressOfFunctions);
   const auto* names = reinterpret_cast<const DWORD*>(image + exports->AddressOfNames);
   const auto* ordinals = reinterpret_cast<const WORD*>(image + exports->AddressOfNameOrdinals);
-  const std::uint32_t holder = function_start(image, nt, offset);
   if (holder == 0) return false;
   for (DWORD i = 0; i < exports->NumberOfNames; ++i) {
     if (ordinals[i] >= exports->NumberOfFunctions || names[i] >= size ||
@@ -206,8 +211,9 @@ bool pe_function_at(const std::byte* image, PeFile file, std::uint32_t offset, c
   // The headers of a loaded image lie in its first page, which the loader maps.
   const IMAGE_NT_HEADERS64* nt = nt_headers(image, 4096);
   if (nt == nullptr || capacity == 0) return false;
-  return symbol_table_function(file, nt, offset, name, capacity, start) ||
-         exported_function(image, nt, offset, name, capacity, start);
+  const std::uint32_t holder = function_start(image, nt, offset);
+  return symbol_table_function(file, nt, offset, holder, name, capacity, start) ||
+         exported_function(image, nt, holder, name, capacity, start);
 }
 
 }  // namespace poolalloc::internal

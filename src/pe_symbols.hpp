@@ -26,7 +26,9 @@ PeFile map_pe_file(const char* mapped_path);
 // (mangled as the compiler wrote it) copied into `name`, NUL-terminated and cut to `capacity`
 // bytes, and the offset of its first byte in `start`. From `file`'s symbol table when `file` is
 // the module's (its headers' time stamp and image size are those of the image): the function
-// symbol that starts last at or before the address in the section that holds it. Else from the
+// symbol that starts last at or before the address in the section that holds it, if it starts
+// where the image's exception table says that the function holding the address starts (else it
+// is another function's, and the address's function has no symbol of its own). Else from the
 // image's export table: the export that starts where the image's exception table says that the
 // function holding the address starts. False when neither names it.
 bool pe_function_at(const std::byte* image, PeFile file, std::uint32_t offset, char* name,
