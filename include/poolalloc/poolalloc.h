@@ -97,8 +97,9 @@ int poolalloc_tag_register(const char* name);
  * or -1 with errno EINVAL (not a registered id; nothing changes), EOVERFLOW (64 tags pushed
  * already; nothing changes) or ENOMEM (the thread's first call found no memory for its stack, or
  * the thread's exit gave its cache, where the stack lives, back already: on Windows, a call from
- * the destructor of a thread_local object of a thread of CreateThread; a first call while
- * another thread forks waits for the fork to end). */
+ * the destructor of a thread_local object of a thread of CreateThread or _beginthreadex, or of
+ * one ended by ExitThread or _endthreadex; a first call while another thread forks waits for
+ * the fork to end). */
 int poolalloc_tag_push(int id);
 /* Ends the current tag: the tag pushed before it is current again. The id popped, or -1 with
  * errno EINVAL when nothing is pushed (nothing changes). */

@@ -189,7 +189,7 @@ struct OwnsAString {
 thread_local OwnsAString t_scratch;
 thread_local OwnsAString t_name;
 
-TEST(WindowsThreads, ThreadLocalObjectsOfStdThreadsAreIntactWhenTheirDestructorsRun) {
+TEST(WindowsThreads, TheAllocatorWritesNothingIntoTheThreadLocalObjectsOfStdThreads) {
   for (int i = 0; i < 32; ++i) {
     std::thread([i] {
       t_scratch.text.assign(64 + i, 's');
@@ -200,10 +200,11 @@ TEST(WindowsThreads, ThreadLocalObjectsOfStdThreadsAreIntactWhenTheirDestructors
   EXPECT_EQ(OwnsAString::broken.load(), 0);
 }
 
-// A tag pushed by the destructor of a thread_local object. A thread of std::thread destroys its
-// thread_local objects before its exit gives the cache, where the tag stack lives, back: the
-// push works as anywhere. A thread of CreateThread destroys them after: the push is refused with
-// ENOMEM, and what the destructor allocates is untagged.
+// A tag pushed by the destructor of a thread_local object. A thread of std::thread that returns
+// destroys its thread_local objects before its exit gives the cache, where the tag stack lives,
+// back: the push works as anywhere. A thread of CreateThread or _beginthreadex, and one ended by
+// ExitThread, destroys them after: the push is refused with ENOMEM, and what the destructor
+// allocates is untagged.
 struct PushesATagAtThreadExit {
   static inline int tag = 0;
   static inline int pushed = 0;
@@ -230,6 +231,21 @@ DWORD WINAPI touch_the_tag_pusher(void*) {
   return 0;
 }
 
+unsigned __stdcall touch_the_tag_pusher_and_return(void* exit_thread) {
+  touch_the_tag_pusher(nullptr);
+  if (exit_thread != nullptr) ExitThread(0);
+  return 0;
+}
+
+void expect_the_push_refused_with_enomem_and_untagged(HANDLE thread) {
+  ASSERT_NE(thread, nullptr);
+  WaitForSingleObject(thread, INFINITE);
+  CloseHandle(thread);
+  EXPECT_EQ(PushesATagAtThreadExit::pushed, -1);
+  EXPECT_EQ(PushesATagAtThreadExit::error, ENOMEM);
+  EXPECT_EQ(PushesATagAtThreadExit::tag_blocks_at_exit, 0u);
+}
+
 TEST(WindowsTags, ATagPushedByAThreadLocalsDestructorIsChargedOrRefusedWithEnomemAndUntagged) {
   PushesATagAtThreadExit::tag = poolalloc_tag_register("thread-local destructor");
   ASSERT_GT(PushesATagAtThreadExit::tag, 0);
@@ -237,13 +253,13 @@ TEST(WindowsTags, ATagPushedByAThreadLocalsDestructorIsChargedOrRefusedWithEnome
   EXPECT_EQ(PushesATagAtThreadExit::pushed, 0);
   EXPECT_EQ(PushesATagAtThreadExit::tag_blocks_at_exit, 1u);
 
-  HANDLE thread = CreateThread(nullptr, 0, touch_the_tag_pusher, nullptr, 0, nullptr);
-  ASSERT_NE(thread, nullptr);
-  WaitForSingleObject(thread, INFINITE);
-  CloseHandle(thread);
-  EXPECT_EQ(PushesATagAtThreadExit::pushed, -1);
-  EXPECT_EQ(PushesATagAtThreadExit::error, ENOMEM);
-  EXPECT_EQ(PushesATagAtThreadExit::tag_blocks_at_exit, 0u);
+  expect_the_push_refused_with_enomem_and_untagged(
+      CreateThread(nullptr, 0, touch_the_tag_pusher, nullptr, 0, nullptr));
+  int exit_thread = 1;
+  for (void* how : {static_cast<void*>(nullptr), static_cast<void*>(&exit_thread)}) {
+    expect_the_push_refused_with_enomem_and_untagged(reinterpret_cast<HANDLE>(
+        _beginthreadex(nullptr, 0, touch_the_tag_pusher_and_return, how, 0, nullptr)));
+  }
 }
 
 // A thread's first allocation runs in a fiber, which is deleted later, by the thread itself or by
