@@ -236,7 +236,9 @@ bool os_thread_exit_is_running(const void* value) {
 }
 
 std::uint32_t os_claim_thread_slot(std::atomic<std::uint32_t>& slot) {
+  const DWORD error = GetLastError();  // a failed TlsAlloc sets it: the program's is kept
   const DWORD claimed = TlsAlloc();
+  SetLastError(error);
   if (claimed == TLS_OUT_OF_INDEXES) return kNoThreadSlot;
   std::uint32_t expected = kNoThreadSlot;
   if (!slot.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel)) {

@@ -59,32 +59,58 @@ void copy_name(char* to, std::size_t capacity, const char* from, std::size_t mos
   to[length] = '\0';
 }
 
-// Where the function that holds `offset` starts, from the image's exception table (.pdata: the
-// first and last byte of every function that has unwind data, which x86-64's gcc gives every
-// function), or 0 when no entry holds it.
-std::uint32_t function_start(const std::byte* image, const IMAGE_NT_HEADERS64* nt,
-                             std::uint32_t offset) {
+// The image's exception table (.pdata): the first and last byte of every function that has unwind
+// data, as x86-64's gcc gives every function it builds with unwind tables (its default).
+struct UnwindTable {
+  const RUNTIME_FUNCTION* functions = nullptr;
+  std::size_t count = 0;
+};
+
+UnwindTable unwind_table(const std::byte* image, const IMAGE_NT_HEADERS64* nt) {
   const std::size_t size = nt->OptionalHeader.SizeOfImage;
-  if (nt->OptionalHeader.NumberOfRvaAndSizes <= IMAGE_DIRECTORY_ENTRY_EXCEPTION) return 0;
+  if (nt->OptionalHeader.NumberOfRvaAndSizes <= IMAGE_DIRECTORY_ENTRY_EXCEPTION) return {};
   const IMAGE_DATA_DIRECTORY directory =
       nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXCEPTION];
-  if (directory.VirtualAddress > size || directory.Size > size - directory.VirtualAddress) return 0;
-  const auto* functions =
-      reinterpret_cast<const RUNTIME_FUNCTION*>(image + directory.VirtualAddress);
-  for (std::size_t i = 0; i < directory.Size / sizeof(RUNTIME_FUNCTION); ++i) {
-    if (offset - functions[i].BeginAddress < functions[i].EndAddress - functions[i].BeginAddress)
-      return functions[i].BeginAddress;
+  if (directory.VirtualAddress > size || directory.Size > size - directory.VirtualAddress)
+    return {};
+  return {reinterpret_cast<const RUNTIME_FUNCTION*>(image + directory.VirtualAddress),
+          directory.Size / sizeof(RUNTIME_FUNCTION)};
+}
+
+// Where the function that holds `offset` starts, or 0 when no entry holds it.
+std::uint32_t function_start(UnwindTable table, std::uint32_t offset) {
+  for (std::size_t i = 0; i < table.count; ++i) {
+    const RUNTIME_FUNCTION& function = table.functions[i];
+    if (offset - function.BeginAddress < function.EndAddress - function.BeginAddress)
+      return function.BeginAddress;
   }
   return 0;
 }
 
+// Whether the table shows a function ending between `from` and `offset`: one that holds `from`
+// ends at or before `offset`, or one starts after `from`, at or before `offset`. A symbol at
+// `from` is then no name for the code at `offset`, which no entry holds (code built without
+// unwind tables, or written in assembly).
+bool function_ends_between(UnwindTable table, std::uint32_t from, std::uint32_t offset) {
+  for (std::size_t i = 0; i < table.count; ++i) {
+    const RUNTIME_FUNCTION& function = table.functions[i];
+    const bool holds_from =
+        from - function.BeginAddress < function.EndAddress - function.BeginAddress;
+    if ((holds_from && function.EndAddress <= offset) ||
+        (function.BeginAddress > from && function.BeginAddress <= offset))
+      return true;
+  }
+  return false;
+}
+
 // The COFF symbol table of `file`, if `file` is the module whose headers `image` are: the
-// function symbol of the section that holds `offset` that starts last at or before it, if it
-// starts at `holder`, where the exception table says that the function holding `offset` starts
-// (0: unknown). A function without a symbol of its own (a static one linked with -Wl,-x, one of a
-// library's local functions) follows another function's symbol, which is no name for it.
-bool symbol_table_function(PeFile file, const IMAGE_NT_HEADERS64* image, std::uint32_t offset,
-                           std::uint32_t holder, char* name, std::size_t capacity,
+// function symbol of the section that holds `offset` that starts last at or before it, if it is
+// the name of the function that holds `offset` by the image's exception table `unwind`: the
+// symbol starts where that function starts, or, where no entry holds `offset`, no function ends
+// between them. A function without a symbol of its own (a static one linked with -Wl,-x, one of
+// a library's local functions) follows another function's symbol, which is no name for it.
+bool symbol_table_function(PeFile file, const IMAGE_NT_HEADERS64* image, UnwindTable unwind,
+                           std::uint32_t offset, char* name, std::size_t capacity,
                            std::uint32_t& start) {
   const IMAGE_NT_HEADERS64* nt = nt_headers(file.bytes, file.size);
   if (nt == nullptr || nt->FileHeader.TimeDateStamp != image->FileHeader.TimeDateStamp ||
@@ -122,7 +148,9 @@ bool symbol_table_function(PeFile file, const IMAGE_NT_HEADERS64* image, std::ui
   }
   if (!found) return false;
   const std::uint32_t symbol_start = section_table(nt)[section].VirtualAddress + best.Value;
-  if (holder != 0 && symbol_start != holder) return false;
+  const std::uint32_t holder = function_start(unwind, offset);
+  if (holder != 0 ? symbol_start != holder : function_ends_between(unwind, symbol_start, offset))
+    return false;
   if (best.N.Name.Short != 0) {  // up to 8 bytes in the record, NUL-terminated only if shorter
     copy_name(name, capacity, reinterpret_cast<const char*>(best.N.ShortName),
               sizeof best.N.ShortName);
@@ -211,9 +239,9 @@ bool pe_function_at(const std::byte* image, PeFile file, std::uint32_t offset, c
   // The headers of a loaded image lie in its first page, which the loader maps.
   const IMAGE_NT_HEADERS64* nt = nt_headers(image, 4096);
   if (nt == nullptr || capacity == 0) return false;
-  const std::uint32_t holder = function_start(image, nt, offset);
-  return symbol_table_function(file, nt, offset, holder, name, capacity, start) ||
-         exported_function(image, nt, holder, name, capacity, start);
+  const UnwindTable unwind = unwind_table(image, nt);
+  return symbol_table_function(file, nt, unwind, offset, name, capacity, start) ||
+         exported_function(image, nt, function_start(unwind, offset), name, capacity, start);
 }
 
 }  // namespace poolalloc::internal

@@ -28,6 +28,9 @@ namespace {
 // The thread's exit flush ran: it makes no cache again. glibc would call the key's destructor
 // again only a few times, then leak the cache; Windows calls the slot's callback no more.
 constinit POOLALLOC_THREAD_WORD(bool) t_exited{false};
+// Set when a thread's cache pointer could not be stored (on Windows: no TLS index was left at
+// the first allocation): every thread goes uncached from then on.
+constinit std::atomic<bool> g_without_caches{false};
 
 // Thread caches are carved from mappings of their own and recycled when threads exit. Each is
 // followed by its untagged bins' slots (TagBins), about 72 KiB of address space of which a
@@ -449,20 +452,23 @@ ThreadCache* own_thread_cache(bool wait_for_fork) {
       set_exit_value(*cache);  // a fiber's deletion dropped it (on_thread_exit)
     return cache;
   }
-  if (t_exited || !ensure_initialised()) return nullptr;
+  if (t_exited || g_without_caches.load(std::memory_order_relaxed) || !ensure_initialised())
+    return nullptr;
   ThreadCache* cache = new_cache(wait_for_fork);
   if (cache == nullptr) return nullptr;
-  // On Windows each thread word takes a TLS index of the process at its first write; the exited
-  // flag's is taken here too, so that a thread that had a cache can always be marked exited.
-  // With no index left, a word keeps reading as its initial value: the thread goes uncached (its
-  // calls go to the central lists, as an exited thread's) rather than making a cache at every
-  // call. On Linux the words are thread-local variables, and the test folds away.
-  t_exited = false;
+  // On Windows each thread word takes a TLS index of the process at its first write. With none
+  // left, a word keeps reading as its initial value: every thread then goes uncached, its calls
+  // served by the central lists as an exited thread's, rather than making a cache at every call.
+  // On Linux the words are thread-local variables, and the test folds away.
   t_cache = cache;
   if (t_cache != cache) [[unlikely]] {
+    g_without_caches.store(true, std::memory_order_relaxed);
     retire_cache(cache);
     return nullptr;
   }
+  // The exited flag's index, taken now, after the cache's (with one index left, the cache gets
+  // it), so that a thread that had a cache can be marked exited.
+  t_exited = false;
   set_exit_value(*cache);
   return cache;
 }

@@ -1,12 +1,14 @@
 // Out of TLS indexes: the program takes every index of the process before poolalloc's
 // constructor runs, so that the library has none for its thread words (the thread's cache, its
 // exited flag). Each thread must then go uncached, its news served by the central lists, rather
-// than make a thread cache at every call and leak it. Exits with 0 when 20,000 news and deletes
-// in the main thread and in a thread of CreateThread were all served, intact, by the pools, and
-// no thread cache is left.
+// than make a thread cache at every call and leak it, and keep the thread's last error, as every
+// call does. Exits with 0 when 20,000 news and deletes in the main thread and in a thread of
+// CreateThread were all served, intact, by the pools, left GetLastError as it was, no thread
+// cache is left, and a tag push was refused with ENOMEM.
 #include <poolalloc/poolalloc.h>
 #include <windows.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -21,16 +23,20 @@ __attribute__((constructor(101))) void take_every_tls_index() {
     g_taken[g_taken_count++] = index;
 }
 
-// 20,000 pairs of new[] and delete[] of 64 bytes; the number whose bytes were intact.
+// 20,000 pairs of new[] and delete[] of 64 bytes; the number that were intact and kept the last
+// error.
 int churn() {
-  int intact = 0;
+  int good = 0;
   for (int i = 0; i < 20000; ++i) {
+    SetLastError(ERROR_ALREADY_EXISTS);
     auto* block = new char[64];
+    const bool kept_by_new = GetLastError() == ERROR_ALREADY_EXISTS;
     std::memset(block, i & 0xff, 64);
-    intact += poolalloc_owns(block) != 0 && block[63] == static_cast<char>(i & 0xff);
+    const bool intact = poolalloc_owns(block) != 0 && block[63] == static_cast<char>(i & 0xff);
     delete[] block;
+    good += intact && kept_by_new && GetLastError() == ERROR_ALREADY_EXISTS;
   }
-  return intact;
+  return good;
 }
 
 DWORD WINAPI thread_body(LPVOID result) {
@@ -47,12 +53,17 @@ int main() {
   if (thread == nullptr) return 2;
   WaitForSingleObject(thread, INFINITE);
   CloseHandle(thread);
+  // The tag stack lives in the thread's cache: a push is refused.
+  errno = 0;
+  const int pushed = poolalloc_tag_push(poolalloc_tag_register("no cache"));
+  const bool tags_refused = pushed == -1 && errno == ENOMEM;
   poolalloc_stats stats{};
   poolalloc_get_stats(&stats);
   std::printf(
-      "%d TLS indexes taken; intact pooled pairs: %d in main, %d in a thread; %llu thread"
-      " caches\n",
-      g_taken_count, in_main, in_thread, static_cast<unsigned long long>(stats.thread_caches));
+      "%d TLS indexes taken; pooled pairs intact, last error kept: %d in main, %d in a"
+      " thread; %llu thread caches; tag push %d\n",
+      g_taken_count, in_main, in_thread, static_cast<unsigned long long>(stats.thread_caches),
+      pushed);
   for (int i = 0; i < g_taken_count; ++i) TlsFree(g_taken[i]);
-  return in_main == 20000 && in_thread == 20000 && stats.thread_caches == 0 ? 0 : 1;
+  return in_main == 20000 && in_thread == 20000 && stats.thread_caches == 0 && tags_refused ? 0 : 1;
 }
