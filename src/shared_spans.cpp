@@ -8,6 +8,7 @@
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "span_carving.hpp"
+#include "tag_registry.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -18,7 +19,8 @@ struct alignas(64) SharedClass {
   Span* current = nullptr;
   // How many shared spans the class has: written under the lock, read by the statistics.
   std::atomic<std::uint32_t> spans{0};
-  // The first tag that asked for blocks of the class (first_tag_of_class); 0 until one did.
+  // The first tag that asked for blocks of the class while it was the only tag registered
+  // (first_tag_of_class); 0 until one did, and for good once a second tag was registered first.
   std::atomic<unsigned> first_tag{0};
 };
 SharedClass g_shared[kClassCount];
@@ -145,7 +147,9 @@ Span* give_back_shared(unsigned bin, void* block) {
 bool first_tag_of_class(unsigned bin) {
   std::atomic<unsigned>& first = g_shared[bin_class(bin)].first_tag;
   unsigned tag = first.load(std::memory_order_relaxed);
-  if (tag == 0 && first.compare_exchange_strong(tag, bin_tag(bin), std::memory_order_relaxed))
+  // Ids count up from 1: the untagged one and one registered tag make 2.
+  if (tag == 0 && registered_tags() <= 2 &&
+      first.compare_exchange_strong(tag, bin_tag(bin), std::memory_order_relaxed))
     return true;
   return tag == bin_tag(bin);
 }

@@ -48,10 +48,14 @@ std::uint32_t take_returned_blocks(unsigned bin, void** blocks, std::uint32_t wa
 // is reported as a double free.
 Span* give_back_shared(unsigned bin, void* block);
 
-// Whether bin `bin`'s tag is the first tag that asked for blocks of its class (it is now, if none
-// had). The first tag's bins of a class take spans of their own from the start: a program that
-// pushes one tag gains nothing from shared spans, and would pay for each class's blocks split
-// between a shared span and spans of its own (larson under one tag: +3.8 % of peak RSS).
+// Whether bin `bin`'s tag is the first tag that asked for blocks of its class while it was the only
+// tag registered (it is now, if it is that and none had). That tag's bins of the class take spans
+// of their own from the start: a program that pushes one tag gains nothing from shared spans, and
+// would pay for each class's blocks split between a shared span and spans of its own (larson under
+// one tag: +3.8 % of peak RSS). Once a program registered two tags, a class that none claimed
+// stays unclaimed: each tag's first blocks of it come from shared spans, so that a tag that uses
+// a class once (a vector that grows through it) takes part of a page, not a span of its own (a
+// game's four tags: 11 such spans of one tag's vector).
 bool first_tag_of_class(unsigned bin);
 
 // Shared spans of class `cls` now (the statistics count them with the class's untagged bin).

@@ -22,7 +22,8 @@ struct Record {
 constexpr std::uintptr_t kEmpty = 0;
 constexpr std::uintptr_t kRemoved = 1;
 constexpr unsigned kTagShift = 56;
-constexpr std::size_t kFirstCapacity = 1024;  // records (16 KiB)
+// records (4 KiB, a page: a program with a few tagged blocks above the pools touches one)
+constexpr std::size_t kFirstCapacity = 256;
 
 // The table, under g_table's lock (below).
 Record* g_records = nullptr;

@@ -29,8 +29,9 @@ std::vector<void*> allocate_under(unsigned tag, std::size_t size, int count) {
   return blocks;
 }
 
-// The first tag to ask for blocks of a class takes spans of its own; the tests of what other
-// tags' bins do let a tag of their own be the first, with a block of `size` bytes.
+// The first tag to ask for blocks of a class while it is the only one registered takes spans of
+// its own; the tests of what other tags' bins do let a tag of their own be the first, with a
+// block of `size` bytes, before they register theirs.
 void claim_class(std::size_t size) {
   const unsigned first = tag_named("SharedClaim");
   on_a_new_thread([&] { deallocate(allocate_under(first, size, 1)[0]); });
@@ -76,19 +77,41 @@ TEST(SharedSpans, TwoTagsFirstBlocksOfAClassShareASpanInRunsOfTheirOwn) {
   });
 }
 
-// The first tag to ask for blocks of a class takes spans of its own from the start, however few
-// it takes: a program that pushes one tag allocates as an untagged one does.
-TEST(SharedSpans, TheFirstTagToAskForBlocksOfAClassTakesSpansOfItsOwn) {
+// While one tag is registered, the first tag to ask for blocks of a class takes spans of its own
+// from the start, however few it takes: a program that pushes one tag allocates as an untagged one
+// does. A tag registered after it takes its first blocks of the class from a shared span.
+TEST(SharedSpans, WhileOneTagIsRegisteredTheFirstToAskForBlocksOfAClassTakesSpansOfItsOwn) {
   const unsigned first = tag_named("SharedAlone");
-  const unsigned second = tag_named("SharedSecondOfClass");
   on_a_new_thread([&] {
     const std::vector<void*> a = allocate_under(first, 96, 1);
     EXPECT_EQ(span_of(a[0]).shared_slot, 0);
     EXPECT_EQ(span_bin_of(a[0]), bin_of(first, class_of(96)));
+    const unsigned second = tag_named("SharedSecondOfClass");
     const std::vector<void*> b = allocate_under(second, 96, 1);
     EXPECT_NE(span_of(b[0]).shared_slot, 0);
     deallocate(a[0]);
     deallocate(b[0]);
+  });
+}
+
+// Once two tags are registered, the first tag to ask for blocks of a class takes them from a
+// shared span as the others do: a tag that uses a class once (a vector that grows through it)
+// takes part of a page of a shared span, not a span of its own.
+TEST(SharedSpans, WithTwoTagsRegisteredTheFirstToAskForBlocksOfAClassTakesThemFromASharedSpan) {
+  const unsigned first = tag_named("SharedOneOfTwo");
+  const unsigned second = tag_named("SharedTwoOfTwo");
+  on_a_new_thread([&] {
+    const std::vector<void*> a = allocate_under(first, 96, 1);
+    EXPECT_NE(span_of(a[0]).shared_slot, 0);
+    EXPECT_EQ(span_bin_of(a[0]), class_of(96)) << "a shared span's record names the class";
+    EXPECT_EQ(bin_of_block(a[0]), bin_of(first, class_of(96)));
+    const std::vector<void*> b = allocate_under(second, 96, 1);
+    EXPECT_EQ(span_index_of(b[0]), span_index_of(a[0]));
+    EXPECT_EQ(bin_of_block(b[0]), bin_of(second, class_of(96)));
+    deallocate(a[0]);
+    deallocate(b[0]);
+    EXPECT_EQ(live_blocks_of(first), 0u);
+    EXPECT_EQ(live_blocks_of(second), 0u);
   });
 }
 
