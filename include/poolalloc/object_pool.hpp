@@ -260,8 +260,8 @@ class Pool {
       fail_during_compact("clear()");
     const bool outer = std::exchange(destroying_, true);
     while (size_ > dying_count()) {
-      walk([this](std::uint32_t slot) {
-        if (!is_dying(slot)) destroy_slot(slot, slot_at(slot));
+      walk_objects([this](std::uint32_t slot, Slot& place) {
+        if (!is_dying(slot)) destroy_slot(slot, place);
       });
     }
     destroying_ = outer;
