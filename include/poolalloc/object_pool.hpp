@@ -260,9 +260,14 @@ class Pool {
       fail_during_compact("clear()");
     const bool outer = std::exchange(destroying_, true);
     while (size_ > dying_count()) {
-      walk([this](std::uint32_t slot) {
-        if (!is_dying(slot)) destroy_slot(slot, slot_at(slot));
-      });
+      // walk_objects() but for the address of each slot, which the destructions write to
+      // (Place::address_for_stores).
+      typename Chunks::Place place{};
+      walk(
+          [&](std::uint32_t slot) {
+            if (!is_dying(slot)) destroy_slot(slot, *place.address_for_stores(slot));
+          },
+          [&](std::uint32_t word) { place = chunks_.place_of_word(word); });
     }
     destroying_ = outer;
   }

@@ -124,6 +124,15 @@ class SlotChunks {
     [[nodiscard]] T* address_of(std::uint32_t slot) const {
       return reinterpret_cast<T*>((slot < split ? low : high) + slot * sizeof(T));
     }
+    // address_of with a branch on the split, which a word's slots all take the same way, for a
+    // walk that writes into each slot (clear()): there address_of's conditional move, on the path
+    // to each store's address, made a pool of one chunk's clear() about 7 % slower (g++ 12), where
+    // a walk that reads (for_each) is about 6 % faster with it than with the branch.
+    [[nodiscard]] T* address_for_stores(std::uint32_t slot) const {
+      if (slot < split) [[unlikely]]
+        return reinterpret_cast<T*>(low + slot * sizeof(T));
+      return reinterpret_cast<T*>(high + slot * sizeof(T));
+    }
   };
 
   // O(1): only the word where the first chunk ends may be split between two chunks.
