@@ -23,7 +23,8 @@
 namespace poolalloc::internal {
 namespace {
 
-// A module's file, mapped once and kept: reports name call sites until the process ends.
+// A module's file, mapped once and kept while it is the file at its path: reports name call sites
+// until the process ends, and a DLL rebuilt at its path (a hot reload) is mapped again.
 struct MappedModule {
   char path[MAX_PATH] = {};
   PeFile file;
@@ -32,11 +33,16 @@ constexpr int kModuleCacheSize = 16;
 MappedModule g_modules[kModuleCacheSize];
 Lock g_modules_lock;  // taken under the debug heap's (lock.hpp): nothing is taken under it
 
-// The file at `path` (mapped once, {} if it cannot be: its call sites take the export table
-// alone), or {} when the cache is full.
+// The file at `path` ({} if it cannot be mapped: its call sites take the export table alone), or
+// {} when the cache is full.
 PeFile module_file(const char (&path)[MAX_PATH]) {
-  for (const MappedModule& module : g_modules) {
-    if (std::strcmp(module.path, path) == 0) return module.file;
+  for (MappedModule& module : g_modules) {
+    if (std::strcmp(module.path, path) != 0) continue;
+    if (!pe_file_unchanged(path, module.file)) {
+      unmap_pe_file(module.file);  // read only under g_modules_lock
+      module.file = map_pe_file(path);
+    }
+    return module.file;
   }
   for (MappedModule& module : g_modules) {
     if (module.path[0] == '\0') {

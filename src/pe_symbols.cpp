@@ -201,10 +201,12 @@ bool exported_function(const std::byte* image, const IMAGE_NT_HEADERS64* nt, std
 
 }  // namespace
 
-PeFile map_pe_file(const char* mapped_path) {
-  // Win32 opens an NT path through the \\?\ prefix: \??\C:\game.exe as \\?\C:\game.exe, and
-  // \Device\HarddiskVolume3\game.exe as \\?\GLOBALROOT\Device\HarddiskVolume3\game.exe.
-  char path[MAX_PATH + 32];
+namespace {
+
+// The Win32 path of an NT path: Win32 opens one through the \\?\ prefix, \??\C:\game.exe as
+// \\?\C:\game.exe, and \Device\HarddiskVolume3\game.exe as
+// \\?\GLOBALROOT\Device\HarddiskVolume3\game.exe. False for a path that does not fit.
+bool win32_path(const char* mapped_path, char (&path)[MAX_PATH + 32]) {
   const char* prefix = "";
   if (std::strncmp(mapped_path, "\\??\\", 4) == 0) {
     prefix = "\\\\?\\";
@@ -214,24 +216,53 @@ PeFile map_pe_file(const char* mapped_path) {
   }
   const std::size_t prefix_length = std::strlen(prefix);
   const std::size_t length = std::strlen(mapped_path);
-  if (prefix_length + length >= sizeof path) return {};
+  if (prefix_length + length >= sizeof path) return false;
   std::memcpy(path, prefix, prefix_length);
   std::memcpy(path + prefix_length, mapped_path, length + 1);
+  return true;
+}
+
+std::uint64_t write_time_of(FILETIME time) {
+  return std::uint64_t{time.dwHighDateTime} << 32 | time.dwLowDateTime;
+}
+
+}  // namespace
+
+PeFile map_pe_file(const char* mapped_path) {
+  char path[MAX_PATH + 32];
+  if (!win32_path(mapped_path, path)) return {};
   const HANDLE file =
       CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                   nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (file == INVALID_HANDLE_VALUE) return {};
   PeFile mapped;
   LARGE_INTEGER size{};
-  if (GetFileSizeEx(file, &size) && size.QuadPart > 0) {
+  FILETIME written{};
+  if (GetFileSizeEx(file, &size) && size.QuadPart > 0 &&
+      GetFileTime(file, nullptr, nullptr, &written)) {
     if (const HANDLE mapping = CreateFileMappingA(file, nullptr, PAGE_READONLY, 0, 0, nullptr)) {
       if (const void* view = MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0))
-        mapped = {static_cast<const std::byte*>(view), static_cast<std::size_t>(size.QuadPart)};
+        mapped = {static_cast<const std::byte*>(view), static_cast<std::size_t>(size.QuadPart),
+                  write_time_of(written)};
       CloseHandle(mapping);  // the view keeps the file mapped
     }
   }
   CloseHandle(file);
   return mapped;
+}
+
+void unmap_pe_file(PeFile file) {
+  if (file.bytes != nullptr) UnmapViewOfFile(file.bytes);
+}
+
+bool pe_file_unchanged(const char* mapped_path, PeFile file) {
+  char path[MAX_PATH + 32];
+  WIN32_FILE_ATTRIBUTE_DATA now{};
+  if (file.bytes == nullptr || !win32_path(mapped_path, path) ||
+      !GetFileAttributesExA(path, GetFileExInfoStandard, &now))
+    return false;
+  return write_time_of(now.ftLastWriteTime) == file.written &&
+         (std::uint64_t{now.nFileSizeHigh} << 32 | now.nFileSizeLow) == file.size;
 }
 
 bool pe_function_at(const std::byte* image, PeFile file, std::uint32_t offset, char* name,

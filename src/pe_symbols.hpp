@@ -15,12 +15,17 @@ namespace poolalloc::internal {
 struct PeFile {
   const std::byte* bytes = nullptr;  // nullptr: none
   std::size_t size = 0;
+  std::uint64_t written = 0;  // the file's last write time when it was mapped
 };
 
 // The file that GetMappedFileNameA names for a mapped image, an NT path (under
 // \Device\HarddiskVolume3 on Windows, \??\C: under wine), mapped whole and read-only, or {}
-// when it cannot be opened or mapped. The mapping stays for the life of the process.
+// when it cannot be opened or mapped. The mapping stays until unmap_pe_file.
 PeFile map_pe_file(const char* mapped_path);
+void unmap_pe_file(PeFile file);
+// Whether the file at `mapped_path` is still the one that `file` mapped: the same last write time
+// and size. Not after a DLL was rebuilt at that path (a hot reload), whatever its headers say.
+bool pe_file_unchanged(const char* mapped_path, PeFile file);
 
 // The function of the module loaded at `image` that holds the address image + `offset`: its name
 // (mangled as the compiler wrote it) copied into `name`, NUL-terminated and cut to `capacity`
