@@ -120,6 +120,52 @@ TEST(Tags, ThreadsFreeingEachOthersTaggedBlocksLeaveEachTagExact) {
   }
 }
 
+// `rounds` times, 1,000 blocks of `size` bytes allocated under `tag`, then freed: a bin's traffic
+// that grows it as far as it may grow.
+void churn_under(int tag, std::size_t size, int rounds) {
+  ASSERT_EQ(push_tag(tag), 0);
+  std::vector<void*> blocks(1000);
+  for (int round = 0; round < rounds; ++round) {
+    for (void*& p : blocks) p = allocate(size);
+    for (void* p : blocks) deallocate(p);
+  }
+  ASSERT_EQ(pop_tag(), tag);
+}
+
+std::uint64_t live_blocks_of(int tag) {
+  poolalloc_tag_stats stats{};
+  EXPECT_TRUE(collect_tag_stats(tag, stats));
+  return stats.live_blocks;
+}
+
+// While two or more tags are registered, a tag's full bin gives its older half back into the
+// spans, past the tag's central stack: no page of the stack is written.
+TEST(Tags, WhileTwoTagsAreRegisteredATagsFullBinGivesBackIntoTheSpansPastItsStack) {
+  const int tag = tag_named("CoreIntoSpans");
+  tag_named("CoreIntoSpansOther");
+  on_a_new_thread([&] {
+    churn_under(tag, 64, 3);
+    const unsigned bin = bin_of(static_cast<unsigned>(tag), class_of(64));
+    EXPECT_EQ(CacheBins::of(*t_cache, bin).limit(), bin_capacity(class_of(64)));
+    EXPECT_EQ(class_counters(bin).stacked, 0u);
+    EXPECT_EQ(class_counters(bin).blocks_out, CacheBins::of(*t_cache, bin).count());
+    EXPECT_EQ(live_blocks_of(tag), 0u);
+  });
+}
+
+// While one tag is registered (a program that pushes one), a tag's full bin gives its older half
+// to its central stack, as an untagged one does.
+TEST(Tags, WhileOneTagIsRegisteredATagsFullBinGivesToItsStack) {
+  const int tag = tag_named("CoreOneTagStack");
+  on_a_new_thread([&] {
+    churn_under(tag, 64, 3);
+    const unsigned bin = bin_of(static_cast<unsigned>(tag), class_of(64));
+    EXPECT_EQ(CacheBins::of(*t_cache, bin).limit(), bin_capacity(class_of(64)));
+    EXPECT_GT(class_counters(bin).stacked, 0u);
+    EXPECT_EQ(live_blocks_of(tag), 0u);
+  });
+}
+
 // Blocks freed while fork() holds their bin's lock wait in its orphan list for the lock's next
 // holder: free, not live, in the tag's figures meanwhile.
 TEST(Tags, BlocksFreedWhileForkHoldsTheirBinCountAsFreeNotLive) {
