@@ -152,10 +152,10 @@ class Pool {
   //
   // The fast path, a slot below fast_spawn_slots_ (one that has its stamp, without debug checks):
   // the lowest free slot from the bitmap, one compare (which a full pool's kNone fails too), the
-  // slot's address, its stamp, the constructor and the counts. In the anchors' churn of 10,000 objects of 64 B, a spawn and despawn pair
-  // measures 85 instructions under callgrind, the loop's own and the object's constructor's
-  // included (g++ 12, Release; 104 before the fast paths): tests/toolkit/pool_churn_instructions.sh
-  // holds it.
+  // slot's address, its stamp, the constructor and the counts. In the anchors' churn of 10,000
+  // objects of 64 B, a spawn and despawn pair measures 85 instructions under callgrind, the
+  // loop's own and the object's constructor's included (g++ 12, Release; 104 before these fast
+  // paths): tests/toolkit/pool_churn_instructions.sh holds it.
   template <class... Args>
   [[nodiscard]] T* spawn(Args&&... args) {
     std::uint32_t slot = free_.take_lowest_free();
@@ -734,9 +734,9 @@ class Pool {
   }
 
   // despawn() but for its fast path: nullptr, a chunk past the first, a slot of the first at or
-  // at or above fast_despawn_slots_ (every slot under debug checks), and every object that is not alive (which is
-  // ignored during its own destructor and clear(), and otherwise reported). Out of line, so that
-  // despawn()'s fast path inlines into its callers' loops.
+  // above fast_despawn_slots_ (every slot under debug checks), and every object that is not alive
+  // (which is ignored during its own destructor and clear(), and otherwise reported). Out of
+  // line, so that despawn()'s fast path inlines into its callers' loops.
   [[POOLALLOC_NOINLINE]] void despawn_slowly(T* object) {
     const Chunk* chunk = chunks_.chunk_holding(object);
     if (chunk == nullptr) [[unlikely]] {
@@ -760,12 +760,11 @@ class Pool {
   }
 
   // spawn()'s slot and its place when the slot (`slot`, which the bitmap gave) is not one of the
-  // first fast_spawn_slots_: kNone, where a growable pool grows and takes the lowest free slot of the
-  // chunk grown; a slot with debug checks, which checks that no one wrote to it since its despawn;
-  // the first slot never used, which gets its stamp here (the
-  // lowest free slot is at most that one). A place of nullptr when the pool is full and cannot
-  // grow. (Both returned, not the slot written through a reference, so that spawn()'s fast path
-  // keeps the slot in a register.)
+  // first fast_spawn_slots_: kNone, where a growable pool grows and takes the lowest free slot of
+  // the chunk grown; a slot with debug checks, which checks that no one wrote to it since its
+  // despawn; the first slot never used, which gets its stamp here (the lowest free slot is at most
+  // that one). A place of nullptr when the pool is full and cannot grow. (Both returned, not the
+  // slot written through a reference, so that spawn()'s fast path keeps the slot in a register.)
   struct TakenSlot {
     std::uint32_t slot;
     Slot* place;
