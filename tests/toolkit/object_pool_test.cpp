@@ -380,7 +380,10 @@ TEST(Pool, ADefaultHandleRefersToNothing) {
 TEST(Pool, AHandleOfASlotNeverUsedFindsNothingWhateverItsBytes) {
   Pool<Counted> pool(4);
   Counted* first = pool.spawn(1);
-  std::byte* second_slot = reinterpret_cast<std::byte*>(first) + Pool<Counted>::slot_bytes();
+  // Through an integer: g++ 12, seeing spawn() whole, takes `first` for the 4 bytes of one
+  // object and warns of the writes past them (-Wstringop-overflow).
+  auto* second_slot = reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(first) +
+                                                   Pool<Counted>::slot_bytes());
   std::memset(second_slot, 0, Pool<Counted>::slot_bytes());
   const std::uint64_t stamp = 1;  // generation 0 in the high half, id 1 in the low one
   std::memcpy(second_slot + Pool<Counted>::slot_bytes() - sizeof stamp, &stamp, sizeof stamp);
@@ -620,6 +623,42 @@ TEST_F(PoolDeathTest, DespawnOfAnInteriorPointerAborts) {
   EXPECT_DEATH(pool.despawn(inside),
                "despawn of " + death_test_hex(inside) + " not at the start of a slot");
   pool.despawn(object);
+}
+
+// A 64-byte object takes a slot of 72 bytes (8 times 9): despawn finds the slot of a pointer by a
+// multiply with 9's inverse and a rotation, which must tell a multiple of 8 that is no multiple
+// of 72 from a slot's start.
+TEST_F(PoolDeathTest, DespawnOfAPointerInsideASlotOfNineTimesEightBytesAborts) {
+  struct Entity {
+    std::uint64_t words[8];
+  };
+  static_assert(Pool<Entity>::slot_bytes() == 72);
+  Pool<Entity> pool(8);
+  std::vector<Entity*> objects;
+  for (int i = 0; i < 8; ++i) objects.push_back(pool.spawn());
+  for (std::size_t offset : {8u, 16u, 56u, 64u}) {
+    auto* inside = reinterpret_cast<Entity*>(reinterpret_cast<std::byte*>(objects[3]) + offset);
+    EXPECT_DEATH(pool.despawn(inside),
+                 "despawn of " + death_test_hex(inside) + " not at the start of a slot");
+  }
+  for (Entity* object : objects) pool.despawn(object);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+TEST_F(PoolDeathTest, DespawnOfAPointerASlotBeforeOrPastTheSlotsAborts) {
+  struct Entity {
+    std::uint64_t words[8];
+  };
+  Pool<Entity> pool(8);
+  std::vector<Entity*> objects;
+  for (int i = 0; i < 8; ++i) objects.push_back(pool.spawn());
+  const auto step = static_cast<std::ptrdiff_t>(Pool<Entity>::slot_bytes());
+  auto* before = reinterpret_cast<Entity*>(reinterpret_cast<std::byte*>(objects[0]) - step);
+  auto* past = reinterpret_cast<Entity*>(reinterpret_cast<std::byte*>(objects[7]) + step);
+  EXPECT_DEATH(pool.despawn(before), "despawn of " + death_test_hex(before) + " outside the pool");
+  EXPECT_DEATH(pool.despawn(past), "despawn of " + death_test_hex(past) + " outside the pool");
+  for (Entity* object : objects) pool.despawn(object);
+  EXPECT_EQ(pool.size(), 0u);
 }
 
 TEST_F(PoolDeathTest, DespawnOfAStaleHandleAborts) {

@@ -22,6 +22,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace poolalloc::detail {
@@ -147,6 +148,23 @@ class SlotChunks {
     return {first, base_by_zeros_[zeros_of(first_.count)], first_.count};
   }
 
+  // The number of the slot of the first chunk that `object` points at the start of, or a number
+  // of first().count or more when it points at no slot's start there (inside a slot, below the
+  // chunk or past it). A subtraction, a multiply and a rotation, without a branch: with
+  // sizeof(T) = 2^k * m (m odd), the offset times m's inverse modulo 2^N, rotated right by k, is
+  // the offset's quotient by sizeof(T) for a multiple of it, and above (2^N - 1) / sizeof(T), so
+  // above any count of slots, for any other offset (the test of divisibility by multiplication
+  // of Granlund and Montgomery). So one compare with a count of the first chunk's slots checks the
+  // bounds and the start of a slot, and gives the slot, where a bounds check, a test of
+  // divisibility and a division took two multiplies and three compares.
+  [[nodiscard]] std::uintptr_t first_chunk_slot_of(const void* object) const {
+    constexpr int kSizeShift = std::countr_zero(sizeof(T));
+    constexpr std::uintptr_t kOddInverse = odd_inverse(sizeof(T) >> kSizeShift);
+    static_assert((sizeof(T) >> kSizeShift) * kOddInverse == 1);
+    const std::uintptr_t offset = first_.offset_of(object);
+    return std::rotr(offset * kOddInverse, kSizeShift);
+  }
+
   // The chunk whose slots' bytes `object` points into, or nullptr.
   [[nodiscard]] const Chunk* chunk_holding(const void* object) const {
     if (first_.holds(object)) [[likely]]
@@ -158,6 +176,18 @@ class SlotChunks {
   }
 
  private:
+  // The inverse of `odd` modulo 2^N (N the bits of std::uintptr_t): Newton's iteration
+  // x <- x * (2 - odd * x) doubles the low bits of x that are right, and x = odd has 3 right
+  // (odd * odd is 1 modulo 8 for every odd number). (A function, not a constant of the class, so
+  // that a T that holds a Pool<T> may still be incomplete where the class is.)
+  static constexpr std::uintptr_t odd_inverse(std::uintptr_t odd) {
+    std::uintptr_t inverse = odd;
+    for (int bits = 3; bits < std::numeric_limits<std::uintptr_t>::digits; bits *= 2) {
+      inverse *= 2 - odd * inverse;
+    }
+    return inverse;
+  }
+
   // The leading zero bits of a slot past the first, which name its binary order [2^k, 2^(k+1))
   // (k = 31 - zeros): a bit scan and a xor (bsr), or one lzcnt. slot | 1 lets the compiler drop
   // the case of 0, which is never past the first chunk. (bit_width(slot) - 1 took g++ 12 three
