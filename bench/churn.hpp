@@ -5,6 +5,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "churn_entity.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -14,19 +16,6 @@
 namespace churn_workload {
 
 inline constexpr int kEntities = 10'000;
-
-struct Entity {
-  explicit Entity(std::uint32_t entity_id) : id(entity_id) {}
-  float position[3] = {};
-  float velocity[3] = {1, 0, 0};
-  float orientation[4] = {0, 0, 0, 1};
-  float health = 100;
-  std::uint32_t id;
-  std::uint32_t flags = 0;
-  std::uint32_t parent = 0;
-  std::uint32_t components[2] = {};
-};
-static_assert(sizeof(Entity) == 64);
 
 inline const std::vector<int>& random_order() {
   static const std::vector<int> order = [] {

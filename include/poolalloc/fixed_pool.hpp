@@ -146,7 +146,7 @@ class FixedPool {
   // the peak's compare (detail::LazyBlockList: the free blocks are kept on 8 lists, so that a
   // miss on one link holds up only every 8th allocation). An allocate/deallocate pair in a loop
   // measures 39 instructions under callgrind, the loop's own included (g++ 12, Release):
-  // tests/toolkit/fixed_pool_instructions.sh holds it.
+  // tests/toolkit/pair_instructions.sh holds it.
   [[nodiscard]] void* allocate() {
     if (void* block = current_.allocate()) [[likely]] {
       note_allocated();

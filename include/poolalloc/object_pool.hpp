@@ -155,7 +155,7 @@ class Pool {
   // slot's address, its stamp, the constructor and the counts. In the anchors' churn of 10,000
   // objects of 64 B, a spawn and despawn pair measures 85 instructions under callgrind, the
   // loop's own and the object's constructor's included (g++ 12, Release; 104 before these fast
-  // paths): tests/toolkit/pool_churn_instructions.sh holds it.
+  // paths): tests/toolkit/pair_instructions.sh holds it.
   template <class... Args>
   [[nodiscard]] T* spawn(Args&&... args) {
     std::uint32_t slot = free_.take_lowest_free();

@@ -1,4 +1,4 @@
-// FixedPool's fast path in a hot loop, for tests/toolkit/fixed_pool_instructions.sh, which
+// FixedPool's fast path in a hot loop, for tests/toolkit/pair_instructions.sh, which
 // counts its instructions under callgrind: `fixed_pool_pairs N` allocates a 64-byte block and
 // deallocates it again, N times (after the first pair, allocate takes the block from the free
 // list).

@@ -1,8 +1,10 @@
-// Pool<T>'s fast paths in the anchors' churn, for tests/toolkit/pool_churn_instructions.sh, which
+// Pool<T>'s fast paths in the anchors' churn, for tests/toolkit/pair_instructions.sh, which
 // counts their instructions under callgrind: `pool_churn_pairs ROUNDS` spawns 10,000 objects of
 // 64 bytes into a pool created for them, then despawns them in one random order (a fixed seed),
 // ROUNDS times. From the second round every spawn and despawn takes the fast path.
 #include <poolalloc/object_pool.hpp>
+
+#include "churn_entity.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -13,21 +15,8 @@
 
 namespace {
 
+using churn_workload::Entity;
 constexpr int kObjects = 10'000;
-
-// The anchors' entity (bench/churn.hpp): 64 bytes, built field by field.
-struct Entity {
-  explicit Entity(std::uint32_t entity_id) : id(entity_id) {}
-  float position[3] = {};
-  float velocity[3] = {1, 0, 0};
-  float orientation[4] = {0, 0, 0, 1};
-  float health = 100;
-  std::uint32_t id;
-  std::uint32_t flags = 0;
-  std::uint32_t parent = 0;
-  std::uint32_t components[2] = {};
-};
-static_assert(sizeof(Entity) == 64);
 
 }  // namespace
 
