@@ -37,11 +37,11 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
   t_sampling = true;
   const int saved_errno = errno;  // a malloc that succeeds leaves errno alone
   const std::int64_t mean = g_sample_mean.load(std::memory_order_relaxed);
-  CapturedStack stack;
+  CapturedStack& stack = t_cache->last_sample.stack;
   capture_stack(stack, site);
   SampleTotals totals{};
-  if (mean != 0 && record_sample(block, size, mean, stack.frames(), stack.depth,
-                                 static_cast<std::uint32_t>(current_tag()), totals))
+  if (mean != 0 &&
+      record_sample(block, size, mean, stack, static_cast<std::uint32_t>(current_tag()), totals))
     after_sample(totals);
   errno = saved_errno;
   t_sampling = false;

@@ -202,14 +202,17 @@ void drain_deferred_forgets() {
 
 }  // namespace
 
-bool record_sample(const void* block, std::size_t size, std::int64_t mean,
-                   const void* const* frames, std::uint32_t depth, std::uint32_t tag,
-                   SampleTotals& totals) {
+bool record_sample(const void* block, std::size_t size, std::int64_t mean, CapturedStack& stack,
+                   std::uint32_t tag, SampleTotals& totals) {
   // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
-  const double chance = chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
-  const std::int64_t objects = rounded(static_cast<double>(kCountUnit) / chance);
-  const std::int64_t bytes = rounded(static_cast<double>(size) / chance);
-  const std::uint64_t hash = hash_of(frames, depth, tag);
+  const double per_sample =
+      1 / chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
+  const std::int64_t objects = rounded(static_cast<double>(kCountUnit) * per_sample);
+  const std::int64_t bytes = rounded(static_cast<double>(size) * per_sample);
+  // The stack's index when this thread recorded the same stack under the same tag last (stacks
+  // are never taken out of the table), else its hash for the search.
+  const bool known = stack.recorded_index != 0 && stack.recorded_tag == tag;
+  const std::uint64_t hash = known ? 0 : hash_of(stack.frames(), stack.depth, tag);
   TryLockGuard guard(g_lock);
   if (!guard.locked()) return false;
   drain_deferred_forgets();
@@ -222,23 +225,27 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean,
     remove_live(live);
     live = live_slot(address);
   }
-  const std::uint32_t index_slot = stack_slot(hash, frames, depth, tag);
-  if (g_stack_index.slots[index_slot] == 0) {
-    SampledStack& stack = g_stacks[g_stack_count];
-    stack = SampledStack{};
-    stack.hash = hash;
-    stack.depth = depth;
-    stack.tag = tag;
-    std::copy_n(frames, depth, stack.frames);
-    g_stack_index.slots[index_slot] = ++g_stack_count;
-    ++g_stack_index.used;
+  if (!known) {
+    const std::uint32_t index_slot = stack_slot(hash, stack.frames(), stack.depth, tag);
+    if (g_stack_index.slots[index_slot] == 0) {
+      SampledStack& added = g_stacks[g_stack_count];
+      added = SampledStack{};
+      added.hash = hash;
+      added.depth = stack.depth;
+      added.tag = tag;
+      std::copy_n(stack.frames(), stack.depth, added.frames);
+      g_stack_index.slots[index_slot] = ++g_stack_count;
+      ++g_stack_index.used;
+    }
+    stack.recorded_index = g_stack_index.slots[index_slot];
+    stack.recorded_tag = tag;
   }
-  const std::uint32_t s = g_stack_index.slots[index_slot] - 1;
-  SampledStack& stack = g_stacks[s];
-  stack.alloc_objects += objects;
-  stack.alloc_bytes += bytes;
-  stack.inuse_objects += objects;
-  stack.inuse_bytes += bytes;
+  const std::uint32_t s = stack.recorded_index - 1;
+  SampledStack& sampled = g_stacks[s];
+  sampled.alloc_objects += objects;
+  sampled.alloc_bytes += bytes;
+  sampled.inuse_objects += objects;
+  sampled.inuse_bytes += bytes;
   g_live.slots[live] = LiveSample{address, s, objects, bytes};
   ++g_live.used;
   g_live_count.store(g_live.used, std::memory_order_relaxed);

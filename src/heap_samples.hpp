@@ -38,11 +38,12 @@ struct SampleTotals {
   std::int64_t inuse_bytes;
 };
 
-// Records the sampled allocation `block` of `size` bytes, at the call stack `frames`. False,
-// recording nothing, when the lock is held for fork() or no memory could be had for the tables.
-bool record_sample(const void* block, std::size_t size, std::int64_t mean,
-                   const void* const* frames, std::uint32_t depth, std::uint32_t tag,
-                   SampleTotals& totals);
+// Records the sampled allocation `block` of `size` bytes, at the call stack `stack` under memory
+// tag `tag`, and keeps in the stack the index it was recorded at (CapturedStack::recorded_index).
+// False, recording nothing, when the lock is held for fork() or no memory could be had for the
+// tables.
+bool record_sample(const void* block, std::size_t size, std::int64_t mean, CapturedStack& stack,
+                   std::uint32_t tag, SampleTotals& totals);
 
 // Takes a live sampled allocation out of the in-use figures; false when `block` is none, or when
 // the lock is held for fork(): its sample then goes out at the lock's next holder.

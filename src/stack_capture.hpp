@@ -35,30 +35,45 @@ inline constinit std::atomic<Backtrace> g_backtrace{nullptr};
 // malloc.
 bool load_stack_unwinder();
 
-// A captured stack: `depth` return addresses from frames(), innermost first. The frames inside
-// the allocator are left out: those before `first`, the return address into the program that
-// the exported function received, when it is among them (nullptr: all are kept).
+// A thread's last captured stack, kept for its next capture (ThreadCache::last_sample):
+// `depth` return addresses from frames(), innermost first. The frames inside the allocator are
+// left out: those before `start`, the return address into the program that the exported
+// function received (`first`), when it is among them (nullptr: all are kept). No member has an
+// initialiser: a cache's constructor writes none of it (thread_cache.hpp), and what a recycled
+// cache holds from another thread is a memo as good as any (stack_walk.hpp).
 struct CapturedStack {
-  static constexpr int kSkippable = 8;  // room for the allocator's own few frames, which go
-  void* raw[kMostFrames + kSkippable];
+  void* raw[kMostWalkedFrames];  // room for the allocator's own few frames besides kMostFrames
   std::uint32_t start;
   std::uint32_t depth;
+  const void* first;
+  StackWalkMemo walk;
+  // The heap profile's index of this stack and tag, plus one (0: unknown), as record_sample
+  // found it: a sample of an unchanged stack under the same tag skips the search.
+  std::uint32_t recorded_index;
+  std::uint32_t recorded_tag;
   const void* const* frames() const { return raw + start; }
 };
+static_assert(kMostWalkedFrames >= kMostFrames + 8, "the allocator's own frames need room");
 
-// At most kMostFrames frames into `stack`. Inline, so that the sampling function calls the walk
-// itself: each frame of the allocator's own is one more to walk.
+// At most kMostFrames frames into `stack`, which keeps its recorded_index when they are the ones
+// it held (the stack and `first` unchanged since its last capture). Inline, so that the sampling
+// function calls the walk itself: each frame of the allocator's own is one more to walk.
 [[gnu::always_inline]] inline void capture_stack(CapturedStack& stack, const void* first) {
+  int count = walk_stack(stack.raw, kMostWalkedFrames, stack.walk);
+  if (count == kWalkUnchanged && first == stack.first) return;
+  stack.first = first;
+  stack.recorded_index = 0;
   stack.start = 0;
-  int count = walk_stack(stack.raw, static_cast<int>(std::size(stack.raw)));
-  if (count == kWalkNeedsUnwinder) {
+  if (count == kWalkUnchanged) {
+    count = static_cast<int>(stack.walk.frames);
+  } else if (count == kWalkNeedsUnwinder) {
     const Backtrace backtrace = g_backtrace.load(std::memory_order_acquire);
     if (backtrace == nullptr) {
       stack.raw[0] = const_cast<void*>(first);
       stack.depth = first != nullptr ? 1 : 0;
       return;
     }
-    count = std::max(backtrace(stack.raw, static_cast<int>(std::size(stack.raw))), 0);
+    count = std::max(backtrace(stack.raw, kMostWalkedFrames), 0);
   }
   if (first != nullptr) {
     const auto found = std::find(stack.raw, stack.raw + count, first);

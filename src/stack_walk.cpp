@@ -1,5 +1,6 @@
 #include "stack_walk.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "frame_rule_cache.hpp"
@@ -45,9 +46,18 @@ bool find_stack(std::uintptr_t sp) {
   return *reinterpret_cast<const std::uintptr_t*>(address);
 }
 
+// Whether the stack words that `memo` kept hold what they held.
+bool memo_holds(const StackWalkMemo& memo, std::uintptr_t high) {
+  if (memo.highest >= high) return false;  // another stack now, which ends below a word
+  std::uintptr_t differences = 0;
+  for (std::uint32_t i = 0; i < memo.loads; ++i)
+    differences |= stack_word(memo.address[i]) ^ memo.value[i];
+  return differences == 0;
+}
+
 }  // namespace
 
-int walk_stack(void** frames, int most) {
+int walk_stack(void** frames, int most, StackWalkMemo& memo) {
 #if defined(__x86_64__)
   // The walk starts here: the pc of an instruction (one byte into it, never a return address, so
   // that its cached rule is the one at this instruction), and the registers it reads.
@@ -61,12 +71,38 @@ int walk_stack(void** frames, int most) {
       : "=r"(pc), "=r"(sp), "=r"(rbp));
   if ((sp < t_stack_low || sp >= t_stack_high) && !find_stack(sp)) return kWalkNeedsUnwinder;
   const std::uintptr_t high = t_stack_high;
+  if (sp == memo.start_sp && (!memo.uses_start_rbp || rbp == memo.start_rbp) &&
+      memo_holds(memo, high))
+    return kWalkUnchanged;
+  memo.start_sp = 0;  // kept again below once the walk ends as the memo can tell
+  const std::uintptr_t start_sp = sp;
+  const std::uintptr_t start_rbp = rbp;
+  bool uses_start_rbp = false;
+  // Where rbp was last loaded from (0: it is the start's), and whether that load is kept.
+  std::uintptr_t rbp_address = 0;
+  bool rbp_load_kept = false;
+  std::uint32_t loads = 0;
+  const auto keep_load = [&](std::uintptr_t address, std::uintptr_t value) {
+    memo.address[loads] = address;
+    memo.value[loads] = value;
+    ++loads;
+  };
   void** out = frames;
-  void** const end = frames + most;
+  void** const end = frames + std::min(most, kMostWalkedFrames);  // the memo's room
   for (;;) {
     const FrameRule rule = g_frame_rules.rule_of(pc);
-    if (rule.kind() != FrameRule::kSimple) [[unlikely]]
-      return rule.kind() == FrameRule::kEnd ? static_cast<int>(out - frames) : kWalkNeedsUnwinder;
+    if (rule.kind() != FrameRule::kSimple) [[unlikely]] {
+      if (rule.kind() != FrameRule::kEnd) return kWalkNeedsUnwinder;
+      break;
+    }
+    if (rule.cfa_from_rbp()) {
+      if (rbp_address == 0) {
+        uses_start_rbp = true;
+      } else if (!rbp_load_kept) {
+        keep_load(rbp_address, rbp);
+        rbp_load_kept = true;
+      }
+    }
     const std::uintptr_t cfa = (rule.cfa_from_rbp() ? rbp : sp) +
                                static_cast<std::uintptr_t>(std::intptr_t{rule.cfa_offset()});
     // The return address at cfa - 8 and the saved rbp below it lie in [sp, high).
@@ -78,15 +114,27 @@ int walk_stack(void** frames, int most) {
       if (saved < sp) [[unlikely]]
         return kWalkNeedsUnwinder;
       rbp = stack_word(saved);
+      rbp_address = saved;
+      rbp_load_kept = false;
     }
     pc = stack_word(cfa - 8);
+    keep_load(cfa - 8, pc);
     sp = cfa;
-    if (pc == 0 || out == end) return static_cast<int>(out - frames);
+    if (pc == 0 || out == end) break;
     *out++ = reinterpret_cast<void*>(pc);
   }
+  // Each load lies below the CFA of its frame, and the last frame's is the highest.
+  memo.highest = sp - 1;
+  memo.start_sp = start_sp;
+  memo.start_rbp = start_rbp;
+  memo.uses_start_rbp = uses_start_rbp;
+  memo.loads = loads;
+  memo.frames = static_cast<std::uint32_t>(out - frames);
+  return static_cast<int>(out - frames);
 #else
   (void)frames;
   (void)most;
+  (void)memo;
   return kWalkNeedsUnwinder;
 #endif
 }

@@ -17,6 +17,7 @@
 #include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "platform.hpp"
+#include "stack_capture.hpp"
 
 namespace poolalloc::internal {
 
@@ -253,6 +254,15 @@ class ThreadCache {
   // The process and kernel thread that own the cache (reap_dead_caches).
   int owner_pid = 0;
   int owner_tid = 0;
+  // The stack of the thread's last heap-profile sample, which its next one may find unchanged
+  // (heap_sampler.cpp). Last, and, as the bins, a union whose active member is empty, so that no
+  // constructor writes it: untouched by threads that do not sample, all zero until one does.
+  union LastSample {
+    struct Unwritten {};
+    constexpr LastSample() : unwritten() {}
+    Unwritten unwritten;
+    CapturedStack stack;
+  } last_sample;
 };
 
 // A cache's bins, their slots and its tag stack, which ThreadCache keeps from all but the slow

@@ -28,16 +28,19 @@ TEST(HeapSamples, EveryRecordedBlockIsFoundAtItsFreeInAnyOrder) {
   std::mt19937_64 random(seed);
   std::vector<std::uintptr_t> live;  // to pick one at random
   std::unordered_set<std::uintptr_t> is_live;
-  const void* frames[2] = {reinterpret_cast<const void*>(0x1000),
-                           reinterpret_cast<const void*>(0x2000)};
+  CapturedStack stack{};
+  stack.raw[0] = reinterpret_cast<void*>(0x1000);
+  stack.raw[1] = reinterpret_cast<void*>(0x2000);
   SampleTotals totals{};
   for (int round = 0; round < 200000; ++round) {
     if (live.empty() || random() % 3 != 0) {
       // Addresses that collide in the table's low bits, as glibc's do.
       const std::uintptr_t address = 0x10000 + (random() % (1 << 20)) * 16;
       if (!is_live.insert(address).second) continue;
-      ASSERT_TRUE(record_sample(reinterpret_cast<const void*>(address), 256, 65536, frames,
-                                1 + random() % 2, 0, totals));
+      stack.depth = 1 + random() % 2;
+      stack.recorded_index = 0;  // a stack captured anew
+      ASSERT_TRUE(
+          record_sample(reinterpret_cast<const void*>(address), 256, 65536, stack, 0, totals));
       live.push_back(address);
     } else {
       const std::size_t i = random() % live.size();

@@ -24,7 +24,13 @@ namespace {
 using namespace poolalloc::internal;
 using namespace stack_walk_shapes;
 
-constexpr int kMost = 64;
+constexpr int kMost = kMostWalkedFrames;
+
+// A walk that starts from no memo: every frame walked. Inline: no frame of its own.
+[[gnu::always_inline]] inline int walk_anew(void** frames, int most) {
+  StackWalkMemo memo{};
+  return walk_stack(frames, most, memo);
+}
 
 // What probe captured, in arrays: it also runs in a signal handler, where nothing may allocate.
 struct Capture {
@@ -52,7 +58,7 @@ int (*unw_backtrace)(void**, int) = nullptr;
 
 // Captures the stack three ways from the same frame.
 [[gnu::noinline]] void probe() {
-  t_capture.walked_count = walk_stack(t_capture.walked, kMost);
+  t_capture.walked_count = walk_anew(t_capture.walked, kMost);
   capture_stack(t_capture.captured, nullptr);
   t_capture.unwound_count = unw_backtrace(t_capture.unwound, kMost);
   asm volatile("");  // no tail call
@@ -160,8 +166,8 @@ TEST_F(StackWalk, MatchesLibunwindInOtherThreads) {
 [[gnu::noinline]] void walk_twice() {
   void* first[kMost];
   void* second[kMost];
-  const int first_count = walk_stack(first, kMost);
-  const int second_count = walk_stack(second, kMost);
+  const int first_count = walk_anew(first, kMost);
+  const int second_count = walk_anew(second, kMost);
   ASSERT_GT(first_count, 3);
   ASSERT_EQ(first_count, second_count);
   // Each walk's own call differs: from the caller of walk_twice on.
@@ -275,7 +281,7 @@ TEST_F(StackWalk, ReadsNothingOutsideTheThreadsStack) {
       [] {
         far_cfa_frame([] {
           void* frames[kMost];
-          g_far_walk = walk_stack(frames, kMost);
+          g_far_walk = walk_anew(frames, kMost);
         });
       },
       0);
@@ -336,6 +342,87 @@ TEST_F(StackWalk, HandsASignalFrameToLibunwind) {
   expect_same_callers(t_capture.captured_frames(), kMostFrames, t_capture.unwound_frames());
   // The handler's own frames and the interrupted ones beyond the signal frame.
   EXPECT_GT(t_capture.captured.depth, 8u);
+}
+
+// ---- the memo of the last walk -----------------------------------------------------------------
+
+StackWalkMemo g_memo;
+void* g_memo_frames[kMost];
+int g_memo_walks[2];
+
+// i + 1, out of the compiler's sight: a loop counted by it runs its body from one call site, never
+// unrolled into two.
+[[gnu::noinline]] int opaque_next(int i) {
+  asm volatile("");
+  return i + 1;
+}
+
+// Walks twice from one call site, with one memo, into the same frames.
+[[gnu::noinline]] void walk_twice_with_the_memo() {
+  for (int i = 0; i < 2; i = opaque_next(i))
+    g_memo_walks[i] = walk_stack(g_memo_frames, kMost, g_memo);
+  asm volatile("");  // no tail call
+}
+
+// Two callers of the same shape, so that the walk starts at the same stack pointer from either,
+// with different return addresses above it (a nop apart, which keeps the compiler from folding
+// them into one).
+[[gnu::noinline]] void caller_a() {
+  walk_twice_with_the_memo();
+  asm volatile("");
+}
+[[gnu::noinline]] void caller_b() {
+  asm volatile("nop");
+  walk_twice_with_the_memo();
+  asm volatile("");
+}
+
+TEST_F(StackWalk, AWalkFromWhereTheMemosWalkStartedOnAnUnchangedStackGivesItsFrames) {
+  std::vector<void*> walked[2];
+  for (int round = 0; round < 2; round = opaque_next(round)) {
+    g_memo = StackWalkMemo{};
+    caller_a();
+    ASSERT_GT(g_memo_walks[0], 3);
+    EXPECT_EQ(g_memo_walks[1], kWalkUnchanged);
+    walked[round].assign(g_memo_frames, g_memo_frames + g_memo_walks[0]);
+  }
+  // What the memo answered for is the stack: a second walk anew gives the same frames.
+  EXPECT_EQ(walked[0], walked[1]);
+}
+
+TEST_F(StackWalk, AStackChangedAboveTheSameStackPointerIsWalkedAgain) {
+  g_memo = StackWalkMemo{};
+  std::vector<void*> walked[2];
+  for (int round = 0; round < 2; round = opaque_next(round)) {
+    round == 0 ? caller_a() : caller_b();
+    ASSERT_GT(g_memo_walks[0], 3) << "caller_b's stack was taken for caller_a's";
+    EXPECT_EQ(g_memo_walks[1], kWalkUnchanged);
+    walked[round].assign(g_memo_frames, g_memo_frames + g_memo_walks[0]);
+  }
+  ASSERT_EQ(walked[0].size(), walked[1].size());
+  EXPECT_NE(walked[0][1], walked[1][1]);  // the return address into the caller
+  EXPECT_TRUE(std::equal(walked[0].begin() + 3, walked[0].end(), walked[1].begin() + 3));
+}
+
+// A capture of an unchanged stack with another `first` finds where the program's frames start.
+TEST_F(StackWalk, AnUnchangedStackCapturedWithAnotherFirstFrameStartsAtIt) {
+  static CapturedStack stack;
+  static const void* first = nullptr;
+  stack = CapturedStack{};
+  for (int i = 0; i < 3; ++i)
+    o2_chain(3, [] {
+      capture_stack(stack, first);
+      asm volatile("");
+    });
+  ASSERT_GT(stack.depth, 3u);
+  EXPECT_EQ(stack.start, 0u);
+  first = stack.raw[2];
+  o2_chain(3, [] {
+    capture_stack(stack, first);
+    asm volatile("");
+  });
+  EXPECT_EQ(stack.start, 2u);
+  EXPECT_EQ(stack.frames()[0], first);
 }
 
 }  // namespace
