@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # What one heap-profile sample costs (docs/profiling.md): the sweep workload (BATCH blocks of SIZE
-# bytes allocated, then freed) run with the profile off and with every allocation sampled
-# (POOLALLOC_PROFILE_SAMPLE=1: a mean of one byte), in interleaved rounds; the difference of the
-# medians over the pairs is the time of a sample, its malloc's and its free's share together.
-# With --instructions, callgrind counts the same two runs once: the difference over the pairs is
-# a sample's instructions, which do not depend on the machine's load.
+# bytes allocated, then freed) run with the profile off and with sampling at a mean of MEAN bytes
+# (by default 1: every allocation sampled), in interleaved rounds; the difference of the medians
+# over the samples expected (pairs x (1 - e^(-SIZE/MEAN))) is the time of a sample, its malloc's
+# and its free's share together. With --instructions, callgrind counts the same two runs once:
+# the difference over the samples is a sample's instructions, which do not depend on the
+# machine's load.
 #
 #   scripts/sample-cost.sh [--allocators LIST] [--rounds N] [--size BYTES] [--pairs N]
-#                          [--instructions] [--poolalloc LIB] [--bin-dir DIR]
+#                          [--batch N] [--mean BYTES] [--instructions] [--poolalloc LIB]
+#                          [--bin-dir DIR]
 #
 #   --allocators  builds of poolalloc as bench.sh takes them (scripts/allocators.sh), e.g.
 #                 "before=OLD/libpoolalloc.so.0 poolalloc"; default "poolalloc"
-#   --rounds      default 9; --size default 4096; --pairs default 1000000 (BATCH is 1000)
+#   --rounds      default 9; --size default 4096; --pairs default 1000000; --batch default 1000;
+#   --mean        default 1 (with the default mean of 512 KiB, give some 10 million pairs: a
+#                 sample every 128 pairs of 4 KiB)
 #   --poolalloc, --bin-dir   default build-suite's (cmake --build --preset suite)
 #
 # Prints a markdown table: per build, the medians (ms) off and sampled, and the cost of a sample
@@ -22,6 +26,8 @@ allocators=poolalloc
 rounds=9
 size=4096
 pairs=1000000
+batch=1000
+mean=1
 count_instructions=0
 poolalloc=$root/build-suite/src/libpoolalloc.so
 bin_dir=$root/build-suite/bench/workloads
@@ -31,6 +37,8 @@ while (($#)); do
     --rounds) rounds=$2; shift ;;
     --size) size=$2; shift ;;
     --pairs) pairs=$2; shift ;;
+    --batch) batch=$2; shift ;;
+    --mean) mean=$2; shift ;;
     --instructions) count_instructions=1 ;;
     --poolalloc) poolalloc=$2; shift ;;
     --bin-dir) bin_dir=$2; shift ;;
@@ -43,8 +51,9 @@ poolalloc=$(realpath "$poolalloc")
 source "$root/scripts/allocators.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/poolalloc-sample-cost.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-command=("$bin_dir/sweep" "--size=$size" "--pairs=$pairs")
-sampled=(POOLALLOC_PROFILE=1 POOLALLOC_PROFILE_SAMPLE=1 POOLALLOC_PROFILE_AT_EXIT=0)
+command=("$bin_dir/sweep" "--size=$size" "--pairs=$pairs" "--batch=$batch")
+sampled=(POOLALLOC_PROFILE=1 "POOLALLOC_PROFILE_SAMPLE=$mean" POOLALLOC_PROFILE_AT_EXIT=0)
+samples=$(awk -v n="$pairs" -v s="$size" -v m="$mean" 'BEGIN { printf "%.0f", n * (1 - exp(-s / m)) }')
 
 run() {  # run ENTRY MODE [PREFIX...]: the command under ENTRY, profile off or sampled
   local entry=$1 mode=$2 lib settings
@@ -83,8 +92,9 @@ for ((r = 0; r < rounds; ++r)); do
   done
 done
 
-echo "One sample's cost: sweep --size=$size --pairs=$pairs, every allocation sampled or none," \
-  "medians of $rounds interleaved rounds, $(date -u +%Y-%m-%d), poolalloc" \
+echo "One sample's cost: sweep --size=$size --pairs=$pairs --batch=$batch, sampled at a mean of" \
+  "$mean bytes ($samples samples expected) or not at all, medians of $rounds interleaved rounds," \
+  "$(date -u +%Y-%m-%d), poolalloc" \
   "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo
 header="| build | off (ms) | sampled (ms) | ns per sample |"
@@ -98,11 +108,11 @@ for entry in "${entries[@]}"; do
   on=$(median <"$work/$name.sampled")
   line="| $name | $(awk -v t="$off" 'BEGIN { printf "%.1f", t / 1000 }') |"
   line+=" $(awk -v t="$on" 'BEGIN { printf "%.1f", t / 1000 }') |"
-  line+=" $(awk -v a="$on" -v b="$off" -v n="$pairs" 'BEGIN { printf "%.0f", (a - b) * 1000 / n }') |"
+  line+=" $(awk -v a="$on" -v b="$off" -v n="$samples" 'BEGIN { printf "%.0f", (a - b) * 1000 / n }') |"
   if ((count_instructions)); then
     off_ir=$(instructions "$entry" off)
     on_ir=$(instructions "$entry" sampled)
-    line+=" $(awk -v a="$on_ir" -v b="$off_ir" -v n="$pairs" 'BEGIN { printf "%.0f", (a - b) / n }') |"
+    line+=" $(awk -v a="$on_ir" -v b="$off_ir" -v n="$samples" 'BEGIN { printf "%.0f", (a - b) / n }') |"
   fi
   echo "$line"
 done

@@ -10,6 +10,7 @@
 #include "heap_sampler.hpp"
 #include "platform.hpp"
 #include "span_carving.hpp"
+#include "tagged_system_blocks.hpp"
 
 namespace poolalloc::internal {
 
@@ -32,7 +33,14 @@ void* allocate_slow(std::size_t size, const void* site) {
 }
 
 void free_unpooled(void* p) {
-  if constexpr (kHeapProfile) forget_if_sampled(p);
+  if constexpr (kHeapProfile) {
+    if (forget_if_sampled(p, true)) {
+      // Kept as a spare sampled block: what glibc's free would have left in the tags' figures.
+      discharge_system_block(p);
+      count_call_outside_pools();
+      return;
+    }
+  }
   free_outside_pools(p);
   count_call_outside_pools();
 }
@@ -61,7 +69,7 @@ void* reallocate(void* p, std::size_t size, const void* site) {
     // For the heap profile, a realloc outside the pools frees the old block and allocates a
     // new one. Its sample goes first: once glibc has freed p, another thread may be handed the
     // address and sample it.
-    if constexpr (kHeapProfile) forget_if_sampled(p);
+    if constexpr (kHeapProfile) forget_if_sampled(p, false);
     void* moved = system_realloc(p, size);
     if (moved == nullptr || !count_malloc_bytes(size) || !kHeapProfile) [[likely]]
       return moved;
@@ -125,6 +133,7 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
+  if constexpr (kHeapProfile) give_back_spare_sample_blocks();
   const bool released_pools = release_unused_memory();
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;

@@ -23,6 +23,7 @@ constinit POOLALLOC_THREAD_LOCAL bool t_sampling = false;
 
 void set_sample_mean(std::int64_t mean) {
   if (mean > 0) load_stack_unwinder();
+  if (mean <= 0) give_back_spare_sample_blocks();
   g_sample_mean.store(mean < 0 ? 0 : mean, std::memory_order_relaxed);
   g_sample_settings.fetch_add(1, std::memory_order_relaxed);
   // The calling thread's next malloc goes to the slow path, which draws its distance: the change
@@ -31,8 +32,17 @@ void set_sample_mean(std::int64_t mean) {
 }
 
 void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site) {
-  void* block =
-      alignment <= kMinAlignment ? allocate_large(size) : system_memalign(alignment, size);
+  const bool of_a_class = alignment <= kMinAlignment && size <= kLargestClassSize;
+  const unsigned cls = of_a_class ? class_of(size) : 0;
+  void* block;
+  if (of_a_class) {
+    // Counted and charged to the thread's tag as glibc's block would be.
+    block = take_spare_sample_block(cls);
+    block = block != nullptr ? counted(block, size, class_size(cls))
+                             : system_malloc_rounded(size, class_size(cls));
+  } else {
+    block = alignment <= kMinAlignment ? allocate_large(size) : system_memalign(alignment, size);
+  }
   if (block == nullptr || t_sampling) return block;
   t_sampling = true;
   const int saved_errno = errno;  // a malloc that succeeds leaves errno alone
@@ -40,12 +50,18 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
   CapturedStack& stack = t_cache->last_sample.stack;
   capture_stack(stack, site);
   SampleTotals totals{};
-  if (mean != 0 &&
-      record_sample(block, size, mean, stack, static_cast<std::uint32_t>(current_tag()), totals))
+  if (mean != 0 && record_sample(block, size, mean, of_a_class ? cls + 1 : 0, stack,
+                                 static_cast<std::uint32_t>(current_tag()), totals))
     after_sample(totals);
   errno = saved_errno;
   t_sampling = false;
   return block;
+}
+
+void give_back_spare_sample_blocks() {
+  void* blocks[kMostSpareBlocks];
+  const std::uint32_t count = take_all_spare_sample_blocks(blocks);
+  for (std::uint32_t i = 0; i < count; ++i) system_free(blocks[i]);
 }
 
 }  // namespace poolalloc::internal

@@ -11,7 +11,9 @@
 //
 // A sampled request is served by the system allocator, whatever its size, so that its free,
 // which then leaves the pool region, finds it on a path that is slow already (free_unpooled):
-// the pools' fast paths never look for samples.
+// the pools' fast paths never look for samples. A request of the pools' sizes gets a block of
+// its class's size, which may wait as a spare after its free for the next sample of its class
+// (heap_samples.hpp).
 #pragma once
 
 #include <cstddef>
@@ -31,11 +33,16 @@ void set_sample_mean(std::int64_t mean);
 // return address into the program (nullptr: unknown). nullptr with errno ENOMEM on failure.
 void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site);
 
-// A free, or a realloc, of p outside the pool region: a sampled allocation leaves the profile's
-// in-use figures.
-inline void forget_if_sampled(const void* p) {
-  if (samples_live()) [[unlikely]]
-    forget_sample(p);
+// A free (`is_free`), or a realloc, of p outside the pool region: a sampled allocation leaves
+// the profile's in-use figures. True when the free kept p as a spare: the caller gives it to
+// nobody.
+inline bool forget_if_sampled(const void* p, bool is_free) {
+  if (sample_records_hold_blocks()) [[unlikely]]
+    return forget_sample(p, is_free) == Forgotten::kKeptAsSpare;
+  return false;
 }
+
+// malloc_trim, and sampling turned off: the spare blocks go back to glibc.
+void give_back_spare_sample_blocks();
 
 }  // namespace poolalloc::internal

@@ -6,8 +6,10 @@
 #include <cstring>
 
 #include "lock.hpp"
+#include "misuse.hpp"
 #include "os.hpp"
 #include "sampling_math.hpp"
+#include "size_classes.hpp"
 
 namespace poolalloc::internal {
 namespace {
@@ -16,8 +18,15 @@ namespace {
 struct LiveSample {
   std::uintptr_t address;  // 0: a free slot
   std::uint32_t stack;
+  std::uint32_t spare_class;  // the class plus one of a block that may wait as a spare, else 0
   std::int64_t objects;
   std::int64_t bytes;
+};
+
+// A freed sampled block waiting for the next sample of its class (heap_samples.hpp).
+struct SpareBlock {
+  void* block;
+  unsigned cls;
 };
 
 // Open addressing with linear probing over a power-of-two number of slots, at most half used.
@@ -38,6 +47,11 @@ Table<std::uint32_t> g_stack_index;
 Table<LiveSample> g_live;
 std::atomic<std::uint32_t> g_live_count{0};
 SampleTotals g_totals{};
+SpareBlock g_spares[kMostSpareBlocks];
+std::uint32_t g_spare_count = 0;
+std::size_t g_spare_bytes = 0;
+// g_spare_count, for frees outside the pools to read without the lock.
+std::atomic<std::uint32_t> g_spares_waiting{0};
 
 constexpr std::uint32_t kFirstCapacity = 1024;
 constexpr std::uint64_t kGoldenRatio = 0x9e3779b97f4a7c15;
@@ -202,8 +216,8 @@ void drain_deferred_forgets() {
 
 }  // namespace
 
-bool record_sample(const void* block, std::size_t size, std::int64_t mean, CapturedStack& stack,
-                   std::uint32_t tag, SampleTotals& totals) {
+bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsigned spare_class,
+                   CapturedStack& stack, std::uint32_t tag, SampleTotals& totals) {
   // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
   const double per_sample =
       1 / chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
@@ -246,7 +260,7 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean, Captu
   sampled.alloc_bytes += bytes;
   sampled.inuse_objects += objects;
   sampled.inuse_bytes += bytes;
-  g_live.slots[live] = LiveSample{address, s, objects, bytes};
+  g_live.slots[live] = LiveSample{address, s, spare_class, objects, bytes};
   ++g_live.used;
   g_live_count.store(g_live.used, std::memory_order_relaxed);
   g_totals.alloc_bytes += bytes;
@@ -255,22 +269,63 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean, Captu
   return true;
 }
 
-bool samples_live() {
-  return g_live_count.load(std::memory_order_relaxed) != 0;
+bool sample_records_hold_blocks() {
+  return g_live_count.load(std::memory_order_relaxed) != 0 ||
+         g_spares_waiting.load(std::memory_order_relaxed) != 0;
 }
 
-bool forget_sample(const void* block) {
+Forgotten forget_sample(const void* block, bool may_keep) {
   TryLockGuard guard(g_lock);
   if (!guard.locked()) {
     defer_forget(reinterpret_cast<std::uintptr_t>(block));
-    return false;
+    return Forgotten::kNotSampled;
   }
   drain_deferred_forgets();
-  if (g_live.used == 0) return false;
-  const std::uint32_t i = live_slot(reinterpret_cast<std::uintptr_t>(block));
-  if (g_live.slots[i].address == 0) return false;
+  const std::uint32_t i = g_live.used == 0 ? 0 : live_slot(reinterpret_cast<std::uintptr_t>(block));
+  if (g_live.used == 0 || g_live.slots[i].address == 0) {
+    // Not a live sample's block: one that waits as a spare was freed already.
+    for (std::uint32_t s = 0; s < g_spare_count; ++s) {
+      if (g_spares[s].block == block)
+        report_double_free_of_sampled_block(may_keep ? "free" : "realloc", block,
+                                            class_size(g_spares[s].cls));
+    }
+    return Forgotten::kNotSampled;
+  }
+  const std::uint32_t spare_class = g_live.slots[i].spare_class;
   remove_live(i);
-  return true;
+  if (!may_keep || spare_class == 0 || g_spare_count == kMostSpareBlocks ||
+      g_spare_bytes + class_size(spare_class - 1) > kMostSpareBytes)
+    return Forgotten::kForgotten;
+  g_spares[g_spare_count++] = SpareBlock{const_cast<void*>(block), spare_class - 1};
+  g_spare_bytes += class_size(spare_class - 1);
+  g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
+  return Forgotten::kKeptAsSpare;
+}
+
+void* take_spare_sample_block(unsigned cls) {
+  if (g_spares_waiting.load(std::memory_order_relaxed) == 0) return nullptr;
+  TryLockGuard guard(g_lock);
+  if (!guard.locked()) return nullptr;
+  // The latest first: its memory was touched last.
+  for (std::uint32_t i = g_spare_count; i-- > 0;) {
+    if (g_spares[i].cls != cls) continue;
+    void* block = g_spares[i].block;
+    g_spares[i] = g_spares[--g_spare_count];
+    g_spare_bytes -= class_size(cls);
+    g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
+    return block;
+  }
+  return nullptr;
+}
+
+std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks]) {
+  LockGuard guard(g_lock);
+  const std::uint32_t count = g_spare_count;
+  for (std::uint32_t i = 0; i < count; ++i) blocks[i] = g_spares[i].block;
+  g_spare_count = 0;
+  g_spare_bytes = 0;
+  g_spares_waiting.store(0, std::memory_order_relaxed);
+  return count;
 }
 
 SampleSnapshot take_sample_snapshot(bool without_waiting) {

@@ -56,6 +56,13 @@ void report_double_free_outside_pools(const char* operation, const void* p, std:
   detail::fatal(message);
 }
 
+void report_double_free_of_sampled_block(const char* operation, const void* p, std::size_t size) {
+  detail::Message message;
+  message << "poolalloc: " << operation << "(" << p << "): double free of the "
+          << std::uint64_t{size} << "-byte block of a heap-profile sample";
+  detail::fatal(message);
+}
+
 void report_foreign_pointer(const char* operation, const void* p) {
   detail::Message message;
   message << "poolalloc: " << operation << "(" << p

@@ -22,6 +22,11 @@ namespace poolalloc::internal {
 [[noreturn]] void report_double_free_outside_pools(const char* operation, const void* p,
                                                    std::size_t size);
 
+// A block of a heap-profile sample that waits as a spare (heap_samples.hpp), of `size` bytes,
+// given to `operation` again: "double free of the 4096-byte block of a heap-profile sample".
+[[noreturn]] void report_double_free_of_sampled_block(const char* operation, const void* p,
+                                                      std::size_t size);
+
 // A pointer outside the pool region that the system allocator did not hand out either, given to
 // `operation` (free, realloc, malloc_usable_size): on Windows, where the C runtime's heap says
 // so (on Linux glibc's free reports it itself).

@@ -49,11 +49,12 @@ inline double natural_log(double x) {
 }
 
 // 1 - e^(-y) for 0 <= y < 1/2: y - y^2/2! + y^3/3! - ..., whose 16 terms leave out less than
-// y^16/17! < 1e-19 of y.
+// y^16/17! < 1e-19 of y. Below 1/64, where the requests of the pools' sizes lie at the default
+// mean, 7 terms do: they leave out less than y^7/8! < 6e-18 of y.
 inline double one_minus_exp_below_half(double y) {
-  double sum = kInverseFactorials.back();
-  for (std::size_t k = kInverseFactorials.size() - 1; k-- > 0;)
-    sum = kInverseFactorials[k] - y * sum;
+  const std::size_t terms = y < 1.0 / 64 ? 7 : kInverseFactorials.size();
+  double sum = kInverseFactorials[terms - 1];
+  for (std::size_t k = terms - 1; k-- > 0;) sum = kInverseFactorials[k] - y * sum;
   return y * sum;
 }
 

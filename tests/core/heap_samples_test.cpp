@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "size_classes.hpp"
 #include "test_seed.hpp"
 
 namespace poolalloc::internal {
@@ -40,20 +41,87 @@ TEST(HeapSamples, EveryRecordedBlockIsFoundAtItsFreeInAnyOrder) {
       stack.depth = 1 + random() % 2;
       stack.recorded_index = 0;  // a stack captured anew
       ASSERT_TRUE(
-          record_sample(reinterpret_cast<const void*>(address), 256, 65536, stack, 0, totals));
+          record_sample(reinterpret_cast<const void*>(address), 256, 65536, 0, stack, 0, totals));
       live.push_back(address);
     } else {
       const std::size_t i = random() % live.size();
-      ASSERT_TRUE(forget_sample(reinterpret_cast<const void*>(live[i]))) << "seed " << seed;
+      ASSERT_EQ(forget_sample(reinterpret_cast<const void*>(live[i]), true), Forgotten::kForgotten)
+          << "seed " << seed;
       is_live.erase(live[i]);
       live[i] = live.back();
       live.pop_back();
     }
   }
   for (const std::uintptr_t address : live)
-    ASSERT_TRUE(forget_sample(reinterpret_cast<const void*>(address))) << "seed " << seed;
-  EXPECT_FALSE(samples_live());
+    ASSERT_EQ(forget_sample(reinterpret_cast<const void*>(address), true), Forgotten::kForgotten)
+        << "seed " << seed;
+  EXPECT_FALSE(sample_records_hold_blocks());
   EXPECT_EQ(inuse_bytes(), 0) << "seed " << seed;
+}
+
+// Records `block` as a sample of a request of `size` bytes served at its class's size, whose free
+// may keep it as a spare.
+void record_spareable(std::uintptr_t block, std::size_t size) {
+  CapturedStack stack{};
+  stack.raw[0] = reinterpret_cast<void*>(0x1000);
+  stack.depth = 1;
+  SampleTotals totals{};
+  ASSERT_TRUE(record_sample(reinterpret_cast<const void*>(block), size, 65536, class_of(size) + 1,
+                            stack, 0, totals));
+}
+
+const void* at(std::uintptr_t address) {
+  return reinterpret_cast<const void*>(address);
+}
+
+// Empties the spares, so that each test starts and ends without any.
+std::uint32_t take_all_spares() {
+  void* blocks[kMostSpareBlocks];
+  return take_all_spare_sample_blocks(blocks);
+}
+
+TEST(HeapSamples, AFreedSampledBlockWaitsForTheNextSampleOfItsClass) {
+  record_spareable(0x40000, 100);
+  EXPECT_EQ(forget_sample(at(0x40000), true), Forgotten::kKeptAsSpare);
+  EXPECT_TRUE(sample_records_hold_blocks());
+  EXPECT_EQ(take_spare_sample_block(class_of(5000)), nullptr);
+  EXPECT_EQ(take_spare_sample_block(class_of(100)), at(0x40000));
+  EXPECT_EQ(take_spare_sample_block(class_of(100)), nullptr);
+  EXPECT_FALSE(sample_records_hold_blocks());
+}
+
+TEST(HeapSamples, AReallocatedSampledBlockIsForgottenNotKept) {
+  record_spareable(0x40000, 100);
+  EXPECT_EQ(forget_sample(at(0x40000), false), Forgotten::kForgotten);
+  EXPECT_EQ(take_spare_sample_block(class_of(100)), nullptr);
+}
+
+TEST(HeapSamples, SpareBlocksAreAtMostTheirCountAndTheirBytes) {
+  // 4 KiB blocks: the count bounds them.
+  for (std::uintptr_t i = 0; i <= kMostSpareBlocks; ++i)
+    record_spareable(0x100000 + i * 0x1000, 4096);
+  for (std::uintptr_t i = 0; i <= kMostSpareBlocks; ++i)
+    EXPECT_EQ(forget_sample(at(0x100000 + i * 0x1000), true),
+              i < kMostSpareBlocks ? Forgotten::kKeptAsSpare : Forgotten::kForgotten);
+  EXPECT_EQ(take_all_spares(), kMostSpareBlocks);
+  // 32 KiB blocks: the bytes do.
+  const std::uintptr_t fit = kMostSpareBytes / class_size(class_of(32768));
+  for (std::uintptr_t i = 0; i <= fit; ++i) record_spareable(0x1000000 + i * 0x8000, 32768);
+  for (std::uintptr_t i = 0; i <= fit; ++i)
+    EXPECT_EQ(forget_sample(at(0x1000000 + i * 0x8000), true),
+              i < fit ? Forgotten::kKeptAsSpare : Forgotten::kForgotten);
+  EXPECT_EQ(take_all_spares(), fit);
+  EXPECT_FALSE(sample_records_hold_blocks());
+}
+
+TEST(HeapSamplesDeathTest, ASpareBlockFreedAgainIsReportedAsADoubleFree) {
+  record_spareable(0x40000, 100);
+  ASSERT_EQ(forget_sample(at(0x40000), true), Forgotten::kKeptAsSpare);
+  EXPECT_DEATH(forget_sample(at(0x40000), true),
+               "^poolalloc: free\\(0x40000\\): double free of the 112-byte block of a "
+               "heap-profile sample\n");
+  EXPECT_DEATH(forget_sample(at(0x40000), false), "realloc\\(0x40000\\): double free");
+  take_all_spares();
 }
 
 }  // namespace

@@ -7,8 +7,8 @@ The section "Promises and the tests that hold them" of PAGE holds tables whose l
 the tests that hold each promise, in backticks:
 
 - `executable` `Suite.Name` ...: GoogleTest tests (TEST, TEST_F or TEST_P) in the sources that
-  a CMakeLists.txt under DIR/tests or DIR/bench gives that executable (after SOURCES, or in
-  add_executable);
+  a CMakeLists.txt under DIR/tests or DIR/bench gives that executable (after SOURCES, in
+  add_executable, or in target_sources);
 - `name`: a test that such a CMakeLists.txt registers with add_test(NAME ...), directly or
   through a loop or a function (each ${...} of the registered name then stands for a word of
   that file: an item of the loop, an argument of a call of the function).
@@ -69,6 +69,8 @@ class Tree:
                     continue
                 if call.group(1) == "add_executable":
                     files = words[1:]
+                elif call.group(1) == "target_sources":
+                    files = words[2:]  # after the scope (PRIVATE)
                 elif "SOURCES" in words:
                     files = words[words.index("SOURCES") + 1 :]
                 else:

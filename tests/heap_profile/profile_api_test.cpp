@@ -5,7 +5,11 @@
 
 #include <sys/stat.h>
 
+#include <dlfcn.h>
+#include <malloc.h>
+
 #include <cerrno>
+#include <cstdlib>
 
 #include "poolalloc/poolalloc.h"
 #include "profile_test_util.hpp"
@@ -107,6 +111,53 @@ TEST(ProfileApiErrors, AMeanAboveOneTebibyteIsRefusedWithEinval) {
   errno = 0;
   EXPECT_EQ(poolalloc_profile_sample((std::size_t{1} << 40) + 1), -1);
   EXPECT_EQ(errno, EINVAL);
+}
+
+// A sampled block of the pools' sizes waits as a spare after its free (for the next sample of its
+// class): freed again there, it is reported, as glibc's free would have caught it.
+TEST(ProfileApiDeathTest, ASampledBlockFreedTwiceIsReportedAsADoubleFree) {
+  EXPECT_DEATH(
+      {
+        ASSERT_EQ(poolalloc_profile_sample(1), 0);  // every allocation sampled
+        void* p = std::malloc(4096);
+        std::free(p);
+        std::free(p);
+      },
+      "^poolalloc: free\\(0x[0-9a-f]+\\): double free of the 4096-byte block of a heap-profile "
+      "sample\n");
+}
+
+// Bytes glibc's main arena counts in use (its own mallinfo2: poolalloc's stands in front of it).
+std::size_t glibc_bytes_in_use() {
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(libc, nullptr);
+  using Mallinfo2 = struct mallinfo2 (*)();
+  auto* glibc_mallinfo2 = reinterpret_cast<Mallinfo2>(dlsym(libc, "mallinfo2"));
+  EXPECT_NE(glibc_mallinfo2, nullptr);
+  const std::size_t in_use = glibc_mallinfo2().uordblks;
+  dlclose(libc);
+  return in_use;
+}
+
+// 32 sampled blocks of 4 KiB, freed: they wait as spares, in use in glibc's eyes, until `release`
+// gives them back.
+void expect_spares_given_back_by(void (*release)()) {
+  ASSERT_EQ(poolalloc_profile_sample(1), 0);  // every allocation sampled
+  void* blocks[32];
+  for (void*& block : blocks) block = std::malloc(4096);
+  for (void* block : blocks) std::free(block);
+  const std::size_t waiting = glibc_bytes_in_use();
+  release();
+  EXPECT_GE(waiting - glibc_bytes_in_use(), std::size_t{32} * 4096);
+  ASSERT_EQ(poolalloc_profile_sample(0), 0);
+}
+
+TEST(ProfileSpares, FreedSampledBlocksWaitAsSparesUntilSamplingIsTurnedOff) {
+  expect_spares_given_back_by([] { ASSERT_EQ(poolalloc_profile_sample(0), 0); });
+}
+
+TEST(ProfileSpares, FreedSampledBlocksWaitAsSparesUntilMallocTrim) {
+  expect_spares_given_back_by([] { malloc_trim(0); });
 }
 
 }  // namespace
