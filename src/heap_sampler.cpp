@@ -19,6 +19,14 @@ namespace {
 // capture (__tls_get_addr), and at a small mean each such malloc, sampled, would capture again.
 constinit POOLALLOC_THREAD_LOCAL bool t_sampling = false;
 
+// A sampled request's block from the system allocator: of its class's size when it is of the
+// pools' sizes (`of_a_class`), so that its free may keep it as a spare for the next sample of
+// class `cls`.
+void* system_block(std::size_t size, std::size_t alignment, bool of_a_class, unsigned cls) {
+  if (of_a_class) return system_malloc_rounded(size, class_size(cls));
+  return alignment <= kMinAlignment ? allocate_large(size) : system_memalign(alignment, size);
+}
+
 }  // namespace
 
 void set_sample_mean(std::int64_t mean) {
@@ -34,26 +42,26 @@ void set_sample_mean(std::int64_t mean) {
 void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site) {
   const bool of_a_class = alignment <= kMinAlignment && size <= kLargestClassSize;
   const unsigned cls = of_a_class ? class_of(size) : 0;
-  void* block;
-  if (of_a_class) {
-    // Counted and charged to the thread's tag as glibc's block would be.
-    block = take_spare_sample_block(cls);
-    block = block != nullptr ? counted(block, size, class_size(cls))
-                             : system_malloc_rounded(size, class_size(cls));
-  } else {
-    block = alignment <= kMinAlignment ? allocate_large(size) : system_memalign(alignment, size);
-  }
-  if (block == nullptr || t_sampling) return block;
-  t_sampling = true;
-  const int saved_errno = errno;  // a malloc that succeeds leaves errno alone
   const std::int64_t mean = g_sample_mean.load(std::memory_order_relaxed);
+  if (t_sampling || mean == 0) return system_block(size, alignment, of_a_class, cls);
+  t_sampling = true;
+  const int saved_errno = errno;
   CapturedStack& stack = t_cache->last_sample.stack;
   capture_stack(stack, site);
+  const auto tag = static_cast<std::uint32_t>(current_tag());
   SampleTotals totals{};
-  if (mean != 0 && record_sample(block, size, mean, of_a_class ? cls + 1 : 0, stack,
-                                 static_cast<std::uint32_t>(current_tag()), totals))
-    after_sample(totals);
-  errno = saved_errno;
+  bool recorded = false;
+  void* block =
+      of_a_class ? record_sample_in_spare(cls, size, mean, stack, tag, totals, recorded) : nullptr;
+  if (block != nullptr) {
+    counted(block, size, class_size(cls));  // counted and charged to the thread's tag as glibc's
+  } else {
+    block = system_block(size, alignment, of_a_class, cls);
+    recorded = block != nullptr &&
+               record_sample(block, size, mean, of_a_class ? cls + 1 : 0, stack, tag, totals);
+  }
+  if (recorded) after_sample(totals);
+  if (block != nullptr) errno = saved_errno;  // a malloc that succeeds leaves errno alone
   t_sampling = false;
   return block;
 }

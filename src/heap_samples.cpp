@@ -128,7 +128,7 @@ std::uint32_t stack_slot(std::uint64_t hash, const void* const* frames, std::uin
 
 // Doubles whichever table would be over half full after one more entry. False when no memory
 // could be had (the tables are left as they were).
-bool make_room() {
+[[gnu::always_inline]] inline bool make_room() {
   if (g_stack_count == g_stack_capacity) {
     const std::uint32_t capacity = g_stack_capacity == 0 ? kFirstCapacity : 2 * g_stack_capacity;
     auto* stacks = map_array<SampledStack>(capacity);
@@ -216,19 +216,32 @@ void drain_deferred_forgets() {
 
 }  // namespace
 
-bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsigned spare_class,
-                   CapturedStack& stack, std::uint32_t tag, SampleTotals& totals) {
+namespace {
+
+// What a sample adds, worked out before the lock is taken: its estimates, and its stack's hash
+// unless the stack's index is known (the thread recorded the same stack under the same tag last;
+// stacks are never taken out of the table).
+struct SampleEntry {
+  std::int64_t objects;
+  std::int64_t bytes;
+  bool known;
+  std::uint64_t hash;
+};
+
+[[gnu::always_inline]] inline SampleEntry entry_of(std::size_t size, std::int64_t mean,
+                                                   const CapturedStack& stack, std::uint32_t tag) {
   // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
   const double per_sample =
       1 / chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
-  const std::int64_t objects = rounded(static_cast<double>(kCountUnit) * per_sample);
-  const std::int64_t bytes = rounded(static_cast<double>(size) * per_sample);
-  // The stack's index when this thread recorded the same stack under the same tag last (stacks
-  // are never taken out of the table), else its hash for the search.
   const bool known = stack.recorded_index != 0 && stack.recorded_tag == tag;
-  const std::uint64_t hash = known ? 0 : hash_of(stack.frames(), stack.depth, tag);
-  TryLockGuard guard(g_lock);
-  if (!guard.locked()) return false;
+  return {rounded(static_cast<double>(kCountUnit) * per_sample),
+          rounded(static_cast<double>(size) * per_sample), known,
+          known ? 0 : hash_of(stack.frames(), stack.depth, tag)};
+}
+
+// Under the lock: record_sample's work.
+bool record_locked(const void* block, const SampleEntry& entry, unsigned spare_class,
+                   CapturedStack& stack, std::uint32_t tag, SampleTotals& totals) {
   drain_deferred_forgets();
   if (!make_room()) return false;
   const auto address = reinterpret_cast<std::uintptr_t>(block);
@@ -239,12 +252,12 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsig
     remove_live(live);
     live = live_slot(address);
   }
-  if (!known) {
-    const std::uint32_t index_slot = stack_slot(hash, stack.frames(), stack.depth, tag);
+  if (!entry.known) {
+    const std::uint32_t index_slot = stack_slot(entry.hash, stack.frames(), stack.depth, tag);
     if (g_stack_index.slots[index_slot] == 0) {
       SampledStack& added = g_stacks[g_stack_count];
       added = SampledStack{};
-      added.hash = hash;
+      added.hash = entry.hash;
       added.depth = stack.depth;
       added.tag = tag;
       std::copy_n(stack.frames(), stack.depth, added.frames);
@@ -256,17 +269,53 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsig
   }
   const std::uint32_t s = stack.recorded_index - 1;
   SampledStack& sampled = g_stacks[s];
-  sampled.alloc_objects += objects;
-  sampled.alloc_bytes += bytes;
-  sampled.inuse_objects += objects;
-  sampled.inuse_bytes += bytes;
-  g_live.slots[live] = LiveSample{address, s, spare_class, objects, bytes};
+  sampled.alloc_objects += entry.objects;
+  sampled.alloc_bytes += entry.bytes;
+  sampled.inuse_objects += entry.objects;
+  sampled.inuse_bytes += entry.bytes;
+  g_live.slots[live] = LiveSample{address, s, spare_class, entry.objects, entry.bytes};
   ++g_live.used;
   g_live_count.store(g_live.used, std::memory_order_relaxed);
-  g_totals.alloc_bytes += bytes;
-  g_totals.inuse_bytes += bytes;
+  g_totals.alloc_bytes += entry.bytes;
+  g_totals.inuse_bytes += entry.bytes;
   totals = g_totals;
   return true;
+}
+
+// Under the lock: a spare block of class `cls` taken out, or nullptr. The latest first: its
+// memory was touched last.
+void* take_spare(unsigned cls) {
+  for (std::uint32_t i = g_spare_count; i-- > 0;) {
+    if (g_spares[i].cls != cls) continue;
+    void* block = g_spares[i].block;
+    g_spares[i] = g_spares[--g_spare_count];
+    g_spare_bytes -= class_size(cls);
+    g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
+    return block;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsigned spare_class,
+                   CapturedStack& stack, std::uint32_t tag, SampleTotals& totals) {
+  const SampleEntry entry = entry_of(size, mean, stack, tag);
+  TryLockGuard guard(g_lock);
+  return guard.locked() && record_locked(block, entry, spare_class, stack, tag, totals);
+}
+
+void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
+                             CapturedStack& stack, std::uint32_t tag, SampleTotals& totals,
+                             bool& recorded) {
+  recorded = false;
+  if (g_spares_waiting.load(std::memory_order_relaxed) == 0) return nullptr;
+  const SampleEntry entry = entry_of(size, mean, stack, tag);
+  TryLockGuard guard(g_lock);
+  if (!guard.locked()) return nullptr;
+  void* block = take_spare(cls);
+  if (block != nullptr) recorded = record_locked(block, entry, cls + 1, stack, tag, totals);
+  return block;
 }
 
 bool sample_records_hold_blocks() {
@@ -300,22 +349,6 @@ Forgotten forget_sample(const void* block, bool may_keep) {
   g_spare_bytes += class_size(spare_class - 1);
   g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
   return Forgotten::kKeptAsSpare;
-}
-
-void* take_spare_sample_block(unsigned cls) {
-  if (g_spares_waiting.load(std::memory_order_relaxed) == 0) return nullptr;
-  TryLockGuard guard(g_lock);
-  if (!guard.locked()) return nullptr;
-  // The latest first: its memory was touched last.
-  for (std::uint32_t i = g_spare_count; i-- > 0;) {
-    if (g_spares[i].cls != cls) continue;
-    void* block = g_spares[i].block;
-    g_spares[i] = g_spares[--g_spare_count];
-    g_spare_bytes -= class_size(cls);
-    g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
-    return block;
-  }
-  return nullptr;
 }
 
 std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks]) {

@@ -52,7 +52,7 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsig
 // round trip through glibc's malloc and free (some 300 instructions of the 700 that a sample and
 // its free cost otherwise). malloc_trim, and turning sampling off, give them back.
 inline constexpr std::uint32_t kMostSpareBlocks = 32;
-inline constexpr std::size_t kMostSpareBytes = std::size_t{256} << 10;
+inline constexpr std::size_t kMostSpareBytes = std::size_t{512} << 10;
 
 // What forget_sample did with a block.
 enum class Forgotten {
@@ -66,9 +66,12 @@ enum class Forgotten {
 // or reallocated again, is reported as a double free (the process aborts).
 Forgotten forget_sample(const void* block, bool may_keep);
 
-// A spare block of class `cls`, of class_size(cls) bytes (its sample is the caller's to record),
-// or nullptr.
-void* take_spare_sample_block(unsigned cls);
+// A spare block of class `cls` (of class_size(cls) bytes) for a sampled request of `size` bytes,
+// recorded as record_sample records (`recorded`: whether it was), under one hold of the lock; or
+// nullptr when none waits.
+void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
+                             CapturedStack& stack, std::uint32_t tag, SampleTotals& totals,
+                             bool& recorded);
 
 // Takes every spare block out, into `blocks`, for the caller to give back; their number.
 std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks]);

@@ -48,14 +48,20 @@ inline double natural_log(double x) {
   return 2 * s * sum + exponent * 0.6931471805599453;
 }
 
-// 1 - e^(-y) for 0 <= y < 1/2: y - y^2/2! + y^3/3! - ..., whose 16 terms leave out less than
-// y^16/17! < 1e-19 of y. Below 1/64, where the requests of the pools' sizes lie at the default
-// mean, 7 terms do: they leave out less than y^7/8! < 6e-18 of y.
-inline double one_minus_exp_below_half(double y) {
-  const std::size_t terms = y < 1.0 / 64 ? 7 : kInverseFactorials.size();
-  double sum = kInverseFactorials[terms - 1];
-  for (std::size_t k = terms - 1; k-- > 0;) sum = kInverseFactorials[k] - y * sum;
+// 1 - e^(-y) for small y >= 0 by the first `kTerms` terms of y - y^2/2! + y^3/3! - ...
+template <std::size_t kTerms>
+inline double one_minus_exp_series(double y) {
+  double sum = kInverseFactorials[kTerms - 1];
+  for (std::size_t k = kTerms - 1; k-- > 0;) sum = kInverseFactorials[k] - y * sum;
   return y * sum;
+}
+
+// 1 - e^(-y) for 0 <= y < 1/2: 16 terms leave out less than y^16/17! < 1e-19 of y. Below 1/64,
+// where the requests of the pools' sizes lie at the default mean, 7 terms do: they leave out
+// less than y^7/8! < 6e-18 of y.
+inline double one_minus_exp_below_half(double y) {
+  return y < 1.0 / 64 ? one_minus_exp_series<7>(y)
+                      : one_minus_exp_series<kInverseFactorials.size()>(y);
 }
 
 // 1 - e^(-x) for x >= 0, without the cancellation of 1 - exp(-x) near 0: the chance that an

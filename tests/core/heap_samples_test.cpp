@@ -59,15 +59,30 @@ TEST(HeapSamples, EveryRecordedBlockIsFoundAtItsFreeInAnyOrder) {
   EXPECT_EQ(inuse_bytes(), 0) << "seed " << seed;
 }
 
-// Records `block` as a sample of a request of `size` bytes served at its class's size, whose free
-// may keep it as a spare.
-void record_spareable(std::uintptr_t block, std::size_t size) {
+CapturedStack one_frame_stack() {
   CapturedStack stack{};
   stack.raw[0] = reinterpret_cast<void*>(0x1000);
   stack.depth = 1;
+  return stack;
+}
+
+// Records `block` as a sample of a request of `size` bytes served at its class's size, whose free
+// may keep it as a spare.
+void record_spareable(std::uintptr_t block, std::size_t size) {
+  CapturedStack stack = one_frame_stack();
   SampleTotals totals{};
   ASSERT_TRUE(record_sample(reinterpret_cast<const void*>(block), size, 65536, class_of(size) + 1,
                             stack, 0, totals));
+}
+
+// The spare that a sample of `size` bytes takes, recorded, or nullptr.
+void* sample_in_spare(std::size_t size) {
+  CapturedStack stack = one_frame_stack();
+  SampleTotals totals{};
+  bool recorded = false;
+  void* block = record_sample_in_spare(class_of(size), size, 65536, stack, 0, totals, recorded);
+  EXPECT_EQ(recorded, block != nullptr);
+  return block;
 }
 
 const void* at(std::uintptr_t address) {
@@ -84,16 +99,18 @@ TEST(HeapSamples, AFreedSampledBlockWaitsForTheNextSampleOfItsClass) {
   record_spareable(0x40000, 100);
   EXPECT_EQ(forget_sample(at(0x40000), true), Forgotten::kKeptAsSpare);
   EXPECT_TRUE(sample_records_hold_blocks());
-  EXPECT_EQ(take_spare_sample_block(class_of(5000)), nullptr);
-  EXPECT_EQ(take_spare_sample_block(class_of(100)), at(0x40000));
-  EXPECT_EQ(take_spare_sample_block(class_of(100)), nullptr);
+  EXPECT_EQ(sample_in_spare(5000), nullptr);
+  EXPECT_EQ(sample_in_spare(100), at(0x40000));
+  EXPECT_EQ(sample_in_spare(100), nullptr);
+  // The spare is now the live sample of the request that took it.
+  EXPECT_EQ(forget_sample(at(0x40000), false), Forgotten::kForgotten);
   EXPECT_FALSE(sample_records_hold_blocks());
 }
 
 TEST(HeapSamples, AReallocatedSampledBlockIsForgottenNotKept) {
   record_spareable(0x40000, 100);
   EXPECT_EQ(forget_sample(at(0x40000), false), Forgotten::kForgotten);
-  EXPECT_EQ(take_spare_sample_block(class_of(100)), nullptr);
+  EXPECT_EQ(sample_in_spare(100), nullptr);
 }
 
 TEST(HeapSamples, SpareBlocksAreAtMostTheirCountAndTheirBytes) {
