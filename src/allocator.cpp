@@ -66,21 +66,10 @@ void* allocate_zeroed(std::size_t size, const void* site) {
 void* reallocate(void* p, std::size_t size, const void* site) {
   if (!region_owns(p)) {
     report_if_cached(p, "realloc");
-    // For the heap profile, a realloc outside the pools frees the old block and allocates a
-    // new one. Its sample goes first: once glibc has freed p, another thread may be handed the
-    // address and sample it.
-    if constexpr (kHeapProfile) forget_if_sampled(p, false);
+    if constexpr (kHeapProfile) return reallocate_outside_pools(p, size, site);
     void* moved = system_realloc(p, size);
-    if (moved == nullptr || !count_malloc_bytes(size) || !kHeapProfile) [[likely]]
-      return moved;
-    if constexpr (kHeapProfile) {
-      // Sampled: moved once more, into a block the sampler records.
-      void* sampled = allocate_sampled(size, kMinAlignment, site);
-      if (sampled == nullptr) return moved;
-      std::memcpy(sampled, moved, size);
-      free_outside_pools(moved);
-      return sampled;
-    }
+    if (moved != nullptr) count_malloc_bytes(size);  // the countdown to the look at the clock
+    return moved;
   }
   const unsigned bin = handed_out_bin_or_report(p, "realloc");
   if (is_marked_free(p)) report_double_free("realloc", p, bin);
@@ -133,7 +122,6 @@ std::size_t usable_size(void* p) {
 
 bool trim(std::size_t pad) {
   flush_thread_cache();
-  if constexpr (kHeapProfile) give_back_spare_sample_blocks();
   const bool released_pools = release_unused_memory();
   const bool released_system = system_trim(pad) != 0;
   return released_pools || released_system;

@@ -4,6 +4,7 @@
 
 #include "central_lists.hpp"
 #include "decay_requests.hpp"
+#include "heap_sampler.hpp"
 #include "large_blocks.hpp"
 #include "options.hpp"
 #include "os.hpp"
@@ -90,6 +91,7 @@ bool decay_step(bool a_calls_part) {
   purge_free_blocks();
   found |= decay_retained_spans(a_calls_part ? kRetainedSpansPerCall : SIZE_MAX);
   found |= decay_large_blocks();
+  if constexpr (kHeapProfile) found |= decay_spare_sample_blocks();
   request_cache_flush();
   return found;
 }
@@ -161,6 +163,7 @@ bool release_unused_memory() {
   purge_free_blocks();
   const bool released = release_retained_spans() != 0;
   release_large_blocks();  // before glibc's trim, which can then give their pages back
+  if constexpr (kHeapProfile) give_back_spare_sample_blocks();  // likewise
   // Nothing waits to go back now: to the threads' looks at the clock (ClockLook) this is a step
   // that gave back all they had counted.
   g_last_step_gave_back.store(SIZE_MAX >> 1, std::memory_order_relaxed);

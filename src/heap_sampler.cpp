@@ -1,6 +1,8 @@
 #include "heap_sampler.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "heap_profile.hpp"
 #include "large_blocks.hpp"
@@ -9,6 +11,7 @@
 #include "size_classes.hpp"
 #include "stack_capture.hpp"
 #include "system_forwarding.hpp"
+#include "tagged_system_blocks.hpp"
 #include "thread_cache.hpp"
 
 namespace poolalloc::internal {
@@ -66,10 +69,39 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
   return block;
 }
 
+void* reallocate_outside_pools(void* p, std::size_t size, const void* site) {
+  SampleRecord record{};
+  const bool had_sample =
+      sample_records_hold_blocks() && forget_sample(p, false, &record) == Forgotten::kForgotten;
+  if (count_malloc_bytes(size)) {
+    const int saved_errno = errno;
+    const SystemCharge charge = discharge_system_block(p);
+    if (void* sampled = allocate_sampled(size, kMinAlignment, site)) {
+      std::memcpy(sampled, p, std::min(size, system_usable_size(p)));
+      free_outside_pools(p);
+      return sampled;
+    }
+    // No memory for the sampled block: glibc's realloc may still resize p in place.
+    recharge_system_block(p, charge);
+    errno = saved_errno;
+  }
+  void* moved = system_realloc(p, size);
+  if (moved == nullptr && had_sample) restore_sample(p, record);
+  return moved;
+}
+
 void give_back_spare_sample_blocks() {
   void* blocks[kMostSpareBlocks];
-  const std::uint32_t count = take_all_spare_sample_blocks(blocks);
+  const std::uint32_t count = take_all_spare_sample_blocks(blocks, true);
   for (std::uint32_t i = 0; i < count; ++i) system_free(blocks[i]);
+}
+
+bool decay_spare_sample_blocks() {
+  if (!spare_sample_blocks_wait()) return false;
+  void* blocks[kMostSpareBlocks];
+  const std::uint32_t count = take_all_spare_sample_blocks(blocks, false);
+  for (std::uint32_t i = 0; i < count; ++i) system_free(blocks[i]);
+  return false;
 }
 
 }  // namespace poolalloc::internal

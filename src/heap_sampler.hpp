@@ -33,16 +33,30 @@ void set_sample_mean(std::int64_t mean);
 // return address into the program (nullptr: unknown). nullptr with errno ENOMEM on failure.
 void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site);
 
-// A free (`is_free`), or a realloc, of p outside the pool region: a sampled allocation leaves
-// the profile's in-use figures. True when the free kept p as a spare: the caller gives it to
-// nobody.
-inline bool forget_if_sampled(const void* p, bool is_free) {
-  if (sample_records_hold_blocks()) [[unlikely]]
-    return forget_sample(p, is_free) == Forgotten::kKeptAsSpare;
-  return false;
-}
+// realloc of p outside the pool region, for the heap profile a free and an allocation, which may
+// be sampled. p's sample leaves the in-use figures first (once glibc has freed p, another thread
+// may be handed the address and sample it), and comes back if glibc fails to resize p. A sampled
+// new block is one the sampler records, into which p moves; p's charge leaves its memory tag
+// before the new block's is made, so that no tag holds both.
+void* reallocate_outside_pools(void* p, std::size_t size, const void* site);
 
 // malloc_trim, and sampling turned off: the spare blocks go back to glibc.
 void give_back_spare_sample_blocks();
+
+// A free (`is_free`), or a realloc, of p outside the pool region: a sampled allocation leaves
+// the profile's in-use figures. True when the free kept p as a spare: the caller gives it to
+// nobody. A free of any other block, which glibc may trim its heap after, gives the spares back
+// first: a spare above it would keep glibc from trimming down to it.
+inline bool forget_if_sampled(const void* p, bool is_free) {
+  if (!sample_records_hold_blocks()) [[likely]]
+    return false;
+  const Forgotten forgotten = forget_sample(p, is_free);
+  if (forgotten == Forgotten::kKeptAsSpare) return true;
+  if (is_free && spare_sample_blocks_wait()) give_back_spare_sample_blocks();
+  return false;
+}
+
+// A decay step: the spare blocks go back to glibc (false: none waits after it).
+bool decay_spare_sample_blocks();
 
 }  // namespace poolalloc::internal

@@ -47,6 +47,7 @@ Table<std::uint32_t> g_stack_index;
 Table<LiveSample> g_live;
 std::atomic<std::uint32_t> g_live_count{0};
 SampleTotals g_totals{};
+// The oldest first.
 SpareBlock g_spares[kMostSpareBlocks];
 std::uint32_t g_spare_count = 0;
 std::size_t g_spare_bytes = 0;
@@ -288,12 +289,25 @@ void* take_spare(unsigned cls) {
   for (std::uint32_t i = g_spare_count; i-- > 0;) {
     if (g_spares[i].cls != cls) continue;
     void* block = g_spares[i].block;
-    g_spares[i] = g_spares[--g_spare_count];
+    std::copy(g_spares + i + 1, g_spares + g_spare_count, g_spares + i);
+    --g_spare_count;
     g_spare_bytes -= class_size(cls);
     g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
     return block;
   }
   return nullptr;
+}
+
+// Under the lock: the oldest `count` spares taken out into `blocks`.
+std::uint32_t take_oldest_spares(std::uint32_t count, void* (&blocks)[kMostSpareBlocks]) {
+  for (std::uint32_t i = 0; i < count; ++i) {
+    blocks[i] = g_spares[i].block;
+    g_spare_bytes -= class_size(g_spares[i].cls);
+  }
+  std::copy(g_spares + count, g_spares + g_spare_count, g_spares);
+  g_spare_count -= count;
+  g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
+  return count;
 }
 
 }  // namespace
@@ -318,12 +332,27 @@ void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
   return block;
 }
 
+void restore_sample(const void* block, const SampleRecord& record) {
+  LockGuard guard(g_lock);
+  drain_deferred_forgets();
+  if (!make_room()) return;
+  const auto address = reinterpret_cast<std::uintptr_t>(block);
+  SampledStack& stack = g_stacks[record.stack];
+  stack.inuse_objects += record.objects;
+  stack.inuse_bytes += record.bytes;
+  g_live.slots[live_slot(address)] =
+      LiveSample{address, record.stack, record.spare_class, record.objects, record.bytes};
+  ++g_live.used;
+  g_live_count.store(g_live.used, std::memory_order_relaxed);
+  g_totals.inuse_bytes += record.bytes;
+}
+
 bool sample_records_hold_blocks() {
   return g_live_count.load(std::memory_order_relaxed) != 0 ||
          g_spares_waiting.load(std::memory_order_relaxed) != 0;
 }
 
-Forgotten forget_sample(const void* block, bool may_keep) {
+Forgotten forget_sample(const void* block, bool may_keep, SampleRecord* removed) {
   TryLockGuard guard(g_lock);
   if (!guard.locked()) {
     defer_forget(reinterpret_cast<std::uintptr_t>(block));
@@ -340,7 +369,9 @@ Forgotten forget_sample(const void* block, bool may_keep) {
     }
     return Forgotten::kNotSampled;
   }
-  const std::uint32_t spare_class = g_live.slots[i].spare_class;
+  const LiveSample& live = g_live.slots[i];
+  const std::uint32_t spare_class = live.spare_class;
+  if (removed != nullptr) *removed = {live.stack, live.spare_class, live.objects, live.bytes};
   remove_live(i);
   if (!may_keep || spare_class == 0 || g_spare_count == kMostSpareBlocks ||
       g_spare_bytes + class_size(spare_class - 1) > kMostSpareBytes)
@@ -351,14 +382,13 @@ Forgotten forget_sample(const void* block, bool may_keep) {
   return Forgotten::kKeptAsSpare;
 }
 
-std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks]) {
-  LockGuard guard(g_lock);
-  const std::uint32_t count = g_spare_count;
-  for (std::uint32_t i = 0; i < count; ++i) blocks[i] = g_spares[i].block;
-  g_spare_count = 0;
-  g_spare_bytes = 0;
-  g_spares_waiting.store(0, std::memory_order_relaxed);
-  return count;
+std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks], bool wait_for_fork) {
+  TryLockGuard guard(g_lock, wait_for_fork);
+  return guard.locked() ? take_oldest_spares(g_spare_count, blocks) : 0;
+}
+
+bool spare_sample_blocks_wait() {
+  return g_spares_waiting.load(std::memory_order_relaxed) != 0;
 }
 
 SampleSnapshot take_sample_snapshot(bool without_waiting) {

@@ -49,8 +49,10 @@ bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsig
 // Spare blocks: a sampled block of the pools' sizes is glibc's, of its class's size, and at its
 // free it waits here for the next sample of its class rather than going back to glibc, while
 // there is room: kMostSpareBlocks blocks and kMostSpareBytes in all. A sample then costs no
-// round trip through glibc's malloc and free (some 300 instructions of the 700 that a sample and
-// its free cost otherwise). malloc_trim, and turning sampling off, give them back.
+// round trip through glibc's malloc and free (some 300 instructions of the 1,000 that a sample and
+// its free cost otherwise). They wait one decay step at most: each step gives them all back, as
+// do malloc_trim and turning sampling off. A spare near the top of glibc's heap keeps glibc from
+// trimming what lies below it: a program that frees its peak would otherwise keep its memory.
 inline constexpr std::uint32_t kMostSpareBlocks = 32;
 inline constexpr std::size_t kMostSpareBytes = std::size_t{512} << 10;
 
@@ -61,10 +63,24 @@ enum class Forgotten {
   kKeptAsSpare,  // and the block waits as a spare: the caller keeps it from glibc
 };
 
-// Takes a live sampled allocation out of the in-use figures, and keeps its block as a spare
-// when `may_keep` (a free, not a realloc) and there is room. A block that waits as a spare, freed
-// or reallocated again, is reported as a double free (the process aborts).
-Forgotten forget_sample(const void* block, bool may_keep);
+// What a live sample put into the in-use figures: its stack's index, the class plus one of a
+// block that may wait as a spare (else 0), and its estimates.
+struct SampleRecord {
+  std::uint32_t stack;
+  std::uint32_t spare_class;
+  std::int64_t objects;
+  std::int64_t bytes;
+};
+
+// Takes a live sampled allocation out of the in-use figures (into `removed`, when given), and
+// keeps its block as a spare when `may_keep` (a free, not a realloc) and there is room. A block
+// that waits as a spare, freed or reallocated again, is reported as a double free (the process
+// aborts).
+Forgotten forget_sample(const void* block, bool may_keep, SampleRecord* removed = nullptr);
+
+// Puts back the sample that forget_sample took out of `block`, which a realloc that failed left
+// as it was.
+void restore_sample(const void* block, const SampleRecord& record);
 
 // A spare block of class `cls` (of class_size(cls) bytes) for a sampled request of `size` bytes,
 // recorded as record_sample records (`recorded`: whether it was), under one hold of the lock; or
@@ -73,8 +89,11 @@ void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
                              CapturedStack& stack, std::uint32_t tag, SampleTotals& totals,
                              bool& recorded);
 
-// Takes every spare block out, into `blocks`, for the caller to give back; their number.
-std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks]);
+// Takes every spare block out, into `blocks`, for the caller to give back; their number. Without
+// `wait_for_fork`, none while the lock is held for fork().
+std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks], bool wait_for_fork);
+// Whether any spare block waits.
+bool spare_sample_blocks_wait();
 
 // Whether any sampled allocation is live or any spare waits: frees outside the pools look
 // their block up only then.

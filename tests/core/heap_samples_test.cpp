@@ -92,7 +92,7 @@ const void* at(std::uintptr_t address) {
 // Empties the spares, so that each test starts and ends without any.
 std::uint32_t take_all_spares() {
   void* blocks[kMostSpareBlocks];
-  return take_all_spare_sample_blocks(blocks);
+  return take_all_spare_sample_blocks(blocks, true);
 }
 
 TEST(HeapSamples, AFreedSampledBlockWaitsForTheNextSampleOfItsClass) {

@@ -87,6 +87,11 @@ TEST_F(ProfileApi, FreesWhileAnotherThreadForksTakeTheirSamplesOut) {
       << text;
 }
 
+TEST_F(ProfileApi, ABlockThatAFailedReallocLeavesStaysInUse) {
+  // 16 blocks of 1 MiB, every one sampled (with the chance 1 - e^(-2^20)): exactly 16 MiB.
+  EXPECT_EQ(live_site("api-realloc-fail", "inuse_space"), 16 * kMiB);
+}
+
 TEST_F(ProfileApi, AThreadsFirstMallocsAreSampledAsAnyOther) {
   // 8 threads, each with one block of 64 MiB, sampled with a chance of 1 - e^-128.
   EXPECT_EQ(live_site("api-threads-first", "inuse_objects"), 8);

@@ -21,12 +21,15 @@
 //                                    stays live) while the main thread forks 40 times
 //   profile_probe api-exact    1000 blocks of 100 bytes at probe_live_site, dumped with sampling
 //                              off (the debug build's dump is exact)
+//   profile_probe api-realloc-fail  every allocation sampled: 16 blocks of 1 MiB at
+//                              probe_live_site, each then given to a realloc that fails (ENOMEM)
 // It exits with 1 when something it checks fails.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -176,6 +179,17 @@ int main(int argc, char** argv) {
         if (child == 0) _exit(0);
         waitpid(child, nullptr, 0);
       }
+    }
+    return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
+  if (mode == "api-realloc-fail") {
+    poolalloc_profile_sample(1);
+    std::vector<void*> blocks = allocate(16 * kMiB, kMiB, probe_live_site);
+    for (void* block : blocks) {
+      errno = 0;
+      // More than the address space holds: glibc fails with ENOMEM, and the block stays.
+      void* resized = std::realloc(block, std::size_t{1} << 62);
+      if (resized != nullptr || errno != ENOMEM) return 1;
     }
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
   }

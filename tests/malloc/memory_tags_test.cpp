@@ -411,6 +411,25 @@ TEST(MemoryTags, AFailedReallocOfABlockAboveThePoolsKeepsItsCharge) {
   EXPECT_EQ(stats_of(tag).live_blocks, 0u);
 }
 
+// With the heap profile sampling every allocation, a realloc's new block is a sampled one that
+// the block moves into: the old block's charge leaves before the new one's is made, so that the
+// tag never holds both (its peak is the larger block, not the sum).
+TEST(MemoryTags, AReallocIntoASampledBlockNeverChargesTheTagWithBothBlocks) {
+  const int tag = new_tag("SampledRealloc");
+  ASSERT_EQ(poolalloc_profile_sample(1),
+            0);  // before the push: it loads libunwind, which allocates
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  void* p = malloc(size_t{1} << 20);
+  p = realloc(p, size_t{2} << 20);
+  ASSERT_EQ(poolalloc_tag_pop(), tag);
+  ASSERT_EQ(poolalloc_profile_sample(0), 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(stats_of(tag).live_bytes, size_t{2} << 20);
+  EXPECT_EQ(stats_of(tag).peak_bytes, size_t{2} << 20);
+  free(p);
+  EXPECT_EQ(stats_of(tag).live_blocks, 0u);
+}
+
 TEST(MemoryTags, AThreadThatExitsWithTagsPushedLeavesNoTraceAndItsBlocksStayCharged) {
   const int tag = new_tag("Exiting");
   std::vector<void*> blocks(100);
