@@ -91,7 +91,7 @@ bool decay_step(bool a_calls_part) {
   purge_free_blocks();
   found |= decay_retained_spans(a_calls_part ? kRetainedSpansPerCall : SIZE_MAX);
   found |= decay_large_blocks();
-  if constexpr (kHeapProfile) found |= decay_spare_sample_blocks();
+  if constexpr (kHeapProfile) give_back_spare_sample_blocks(false);  // they wait a step at most
   request_cache_flush();
   return found;
 }

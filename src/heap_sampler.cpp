@@ -90,18 +90,11 @@ void* reallocate_outside_pools(void* p, std::size_t size, const void* site) {
   return moved;
 }
 
-void give_back_spare_sample_blocks() {
+void give_back_spare_sample_blocks(bool wait_for_fork) {
+  if (!spare_sample_blocks_wait()) return;
   void* blocks[kMostSpareBlocks];
-  const std::uint32_t count = take_all_spare_sample_blocks(blocks, true);
+  const std::uint32_t count = take_all_spare_sample_blocks(blocks, wait_for_fork);
   for (std::uint32_t i = 0; i < count; ++i) system_free(blocks[i]);
-}
-
-bool decay_spare_sample_blocks() {
-  if (!spare_sample_blocks_wait()) return false;
-  void* blocks[kMostSpareBlocks];
-  const std::uint32_t count = take_all_spare_sample_blocks(blocks, false);
-  for (std::uint32_t i = 0; i < count; ++i) system_free(blocks[i]);
-  return false;
 }
 
 }  // namespace poolalloc::internal

@@ -40,8 +40,10 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
 // before the new block's is made, so that no tag holds both.
 void* reallocate_outside_pools(void* p, std::size_t size, const void* site);
 
-// malloc_trim, and sampling turned off: the spare blocks go back to glibc.
-void give_back_spare_sample_blocks();
+// The spare blocks go back to glibc: at malloc_trim and when sampling is turned off, which wait
+// for a fork in progress, and at a decay step and a free (`wait_for_fork` false: none go back
+// while another thread forks).
+void give_back_spare_sample_blocks(bool wait_for_fork = true);
 
 // A free (`is_free`), or a realloc, of p outside the pool region: a sampled allocation leaves
 // the profile's in-use figures. True when the free kept p as a spare: the caller gives it to
@@ -52,11 +54,8 @@ inline bool forget_if_sampled(const void* p, bool is_free) {
     return false;
   const Forgotten forgotten = forget_sample(p, is_free);
   if (forgotten == Forgotten::kKeptAsSpare) return true;
-  if (is_free && spare_sample_blocks_wait()) give_back_spare_sample_blocks();
+  if (is_free) give_back_spare_sample_blocks(false);
   return false;
 }
-
-// A decay step: the spare blocks go back to glibc (false: none waits after it).
-bool decay_spare_sample_blocks();
 
 }  // namespace poolalloc::internal
