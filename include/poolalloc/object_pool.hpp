@@ -289,8 +289,8 @@ class Pool {
   // The object `handle` refers to; nullptr once it was despawned (from when its destructor has
   // returned), before its constructor has returned, for a default handle, and for a handle of
   // another pool. O(1): one index and one compare with the stamp beside the object, as a slot
-  // map (in a grown pool, a bit scan and a load from a table of 32 chunk bases that stays in the
-  // L1 cache more, without a branch); for an object that compact() moved, a load more (its slot
+  // map (in a grown pool, a shift and a load from the table of each 64-slot word's chunk base
+  // more, without a branch); for an object that compact() moved, a call and a load more (its slot
   // by id).
   [[nodiscard]] T* get(Handle<T> handle) { return find(handle.key_); }
   [[nodiscard]] const T* get(Handle<T> handle) const { return find(handle.key_); }
@@ -457,7 +457,8 @@ class Pool {
 
   // The capacity that a full growable pool grows to: twice its own, and at least 64 slots (the
   // first chunk of one created with none), rounded up to a power of two by the chunk past the
-  // first (detail/slot_chunks.hpp: so that a slot's chunk is found with a bit scan).
+  // first (detail/slot_chunks.hpp: so that every chunk after the second begins and ends at a
+  // multiple of 64 slots).
   [[nodiscard]] std::size_t growth() const {
     return std::max<std::size_t>(2 * capacity(), Chunks::kLeastChunk);
   }
