@@ -289,8 +289,8 @@ class Pool {
   // The object `handle` refers to; nullptr once it was despawned (from when its destructor has
   // returned), before its constructor has returned, for a default handle, and for a handle of
   // another pool. O(1): one index and one compare with the stamp beside the object, as a slot
-  // map (in a grown pool, a bit scan and a load from a table of 32 chunk bases that stays in the
-  // L1 cache more, without a branch); for an object that compact() moved, a load more (its slot
+  // map (in a grown pool, a shift and a load from the table of each 64-slot word's chunk base
+  // more, without a branch); for an object that compact() moved, a call and a load more (its slot
   // by id).
   [[nodiscard]] T* get(Handle<T> handle) { return find(handle.key_); }
   [[nodiscard]] const T* get(Handle<T> handle) const { return find(handle.key_); }
@@ -457,7 +457,8 @@ class Pool {
 
   // The capacity that a full growable pool grows to: twice its own, and at least 64 slots (the
   // first chunk of one created with none), rounded up to a power of two by the chunk past the
-  // first (detail/slot_chunks.hpp: so that a slot's chunk is found with a bit scan).
+  // first (detail/slot_chunks.hpp: so that every chunk after the second begins and ends at a
+  // multiple of 64 slots).
   [[nodiscard]] std::size_t growth() const {
     return std::max<std::size_t>(2 * capacity(), Chunks::kLeastChunk);
   }
@@ -546,7 +547,7 @@ class Pool {
     const auto slots = static_cast<std::uint32_t>(count);
     const std::uint32_t first = free_.size();
     const bool reserved = detail::returns_without_bad_alloc([&] {
-      chunks_.reserve();
+      chunks_.reserve(slots);
       free_.reserve(slots);
       handles_.reserve(target);
     });
@@ -588,27 +589,37 @@ class Pool {
   }
 
   // The live object of `key`: the slot of the id's number while the id sits there (the stamp is
-  // the key with no bit of the not-live one), else the slot that compaction moved the id to. The
-  // slot's address is computed (in integers) before the id is known to lie below stamped_: in a
-  // pool of one chunk (every fixed pool) from the chunk's base, in a grown one without a branch
-  // (a bit scan, a mask, a load from the table of chunk bases), so that ids spread
-  // across the first chunk and the others take no mispredicted branch. The test of the chunks
-  // does not depend on the handle: in a loop of gets, g++ 12 -O3 makes two loops of it, one for
-  // each case (13 and 22 instructions a get and read in the anchors' loop, where a classic slot
-  // map takes 13). All is derived from the handle's 8 bytes, so that the compiler keeps what it
-  // can in registers across the loop and loads each handle once.
+  // the key with no bit of the not-live one), else the slot that compaction moved the id to. In a
+  // pool of one chunk (every fixed pool) the slot's address is the chunk's base plus the id's
+  // offset; in a grown one, the base of its 64-slot word's chunk from a table, without a branch
+  // (and with a mask where the first chunk ends inside a word), so that ids spread across the
+  // first chunk and the others take no mispredicted branch. The tests of the chunks do not depend
+  // on the handle: in a loop of gets, g++ 12 -O3 makes one loop of it for each case (13, 17 and 22
+  // instructions a get and read in the anchors' loop: one chunk, a grown pool, a grown pool whose
+  // first chunk ends inside a word; a classic slot map takes 13; 13 and 23 before the table was
+  // by word and the miss out of line). All is derived from the handle's 8 bytes, so that the
+  // compiler keeps what it can in registers across the loop and loads each handle once.
   [[nodiscard]] T* find(detail::HandleKey key) const {
     const Stamp wanted = Handles::live(key);
     const auto id = static_cast<std::uint32_t>(wanted);
-    const std::uintptr_t address = chunks_.count() == 1
-                                       ? reinterpret_cast<std::uintptr_t>(chunks_.first().slots) +
-                                             std::uintptr_t{id} * sizeof(Slot)
-                                       : chunks_.address_without_branch(id);
     if (id < stamped_) [[likely]] {
+      const std::uintptr_t address = chunks_.count() == 1
+                                         ? reinterpret_cast<std::uintptr_t>(chunks_.first().slots) +
+                                               std::uintptr_t{id} * sizeof(Slot)
+                                         : chunks_.address_past(id);
       Slot& slot = *reinterpret_cast<Slot*>(address);
       if (slot.stamp == wanted) [[likely]]
         return object_in(slot);
     }
+    return find_moved(wanted);
+  }
+
+  // find() of a key whose id is not live in the slot of its number: compaction moved it, or it
+  // refers to nothing. Out of line, so that a loop of gets stays small enough for g++ 12 to make
+  // one loop of it for each way of finding a slot (inlined, it made one loop that tested the
+  // chunks at each get), and pure, so that the pool's fields that those tests read stay in
+  // registers across the call.
+  [[POOLALLOC_NOINLINE, POOLALLOC_PURE]] T* find_moved(Stamp wanted) const {
     const std::uint32_t moved = moved_slot_of(wanted);
     return moved == detail::SlotBitmap::kNone ? nullptr : object_at(moved);
   }

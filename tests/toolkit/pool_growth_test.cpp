@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace {
@@ -84,6 +85,31 @@ TEST(PoolGrowth, AGrownPoolFindsEveryObjectByAddressByHandleAndByWalking) {
   EXPECT_EQ(pool.size(), 0u);
   EXPECT_GT(pool.shrink(), 0u);
   EXPECT_EQ(pool.capacity(), 3u);
+}
+
+// Chunks of 64, 64, 128, ..., 4096 slots (a default pool's): the first chunk ends at a multiple of
+// 64 slots, so that each 64-slot word lies in one chunk and get() finds a slot with no compare
+// with the first chunk's end. Every handle resolves to its object, in every chunk, and to nothing
+// once its object is gone or beyond the slots ever used.
+TEST(PoolGrowth, APoolGrownFromAPowerOfTwoResolvesEveryHandleInEveryChunk) {
+  Pool<Item> pool;
+  std::vector<Item*> objects;
+  std::vector<Handle<Item>> handles;
+  for (int i = 0; i < 5000; ++i) {
+    objects.push_back(pool.spawn(i));
+    handles.push_back(pool.handle_of(objects.back()));
+  }
+  ASSERT_EQ(pool.chunk_count(), 8u);
+  ASSERT_EQ(pool.capacity(), 8192u);
+  for (int i = 0; i < 5000; ++i) ASSERT_EQ(pool.get(handles[i]), objects[i]) << i;
+  for (int i = 0; i < 5000; i += 3) pool.despawn(handles[i]);
+  for (int i = 0; i < 5000; ++i) {
+    ASSERT_EQ(pool.get(handles[i]), i % 3 == 0 ? nullptr : objects[i]) << i;
+  }
+  for (std::uint64_t id : {5000u, 8191u, 8192u, 1u << 30, (1u << 31) - 1, 1u << 31, ~0u}) {
+    EXPECT_EQ(pool.get(Handle<Item>::from_packed(id << 32 | handles[1].generation())), nullptr)
+        << id;
+  }
 }
 
 }  // namespace

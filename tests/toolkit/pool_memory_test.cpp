@@ -103,10 +103,11 @@ struct Particle {
 
 // Beside its slots (slot_bytes() each: the object and its 8-byte stamp), 4 bytes and one bit per
 // slot (the slot of each id, the bitmap), and a few words per chunk (its entry in the pool's list
-// of chunks, the bitmap's summary and sentinel words). Where a grown pool's chunks lie is a table
-// inside the pool object.
+// of chunks, the bitmap's summary and sentinel words); a grown pool one bit per slot more (the
+// base of each 64-slot word's chunk) and a word.
 std::size_t promised_beside_the_slots(std::size_t slots, std::size_t chunks) {
-  return 4 * slots + slots / 8 + 64 * chunks;
+  const std::size_t grown = chunks > 1 ? slots / 8 + 8 : 0;
+  return 4 * slots + slots / 8 + grown + 64 * chunks;
 }
 
 constexpr std::byte kUntouched{0xEE};
@@ -184,7 +185,7 @@ TEST(PoolMemory, ADefaultConstructedPoolHoldsNoMemoryUntilItsFirstSpawn) {
   EXPECT_GT(live_bytes, before);
 }
 
-TEST(PoolMemory, AGrownPoolSpendsFourBytesAndOneBitPerSlotBesideItsSlots) {
+TEST(PoolMemory, AGrownPoolSpendsFourBytesAndTwoBitsPerSlotBesideItsSlots) {
   const std::size_t before = live_bytes;
   Pool<Particle> pool(100, Growth::growable);
   for (int i = 0; i < 10000; ++i) ASSERT_NE(pool.spawn(), nullptr);

@@ -2,15 +2,17 @@
 // object and its stamp) numbered on from the last, and the way from a slot's number to its address
 // and back.
 //
-// From a slot to its address in O(1) however many chunks there are, with one table of 32 bases
-// (256 bytes, which stay in the L1 cache): every chunk after the first ends at a power of two of
-// slots, so that the slots of one binary order [2^k, 2^(k+1)) past the first chunk lie in one
-// chunk, and the table holds, for each order, the base of that chunk (the address that its slot 0
-// would have). A slot past the first chunk is so a bit scan, one load from the table and a
-// multiply-add, as in a pool of one chunk but for the scan and the load. Since every chunk after
-// the first begins and ends at a multiple of 64 slots (its end a power of two of at least 128) but
-// the second, which begins where the first ends, the 64 slots of a word of the pool's bitmap lie
-// in one chunk, but for the word where the first chunk ends.
+// From a slot to its address in O(1) however many chunks there are: a pool of one chunk from the
+// chunk's base; a grown one from a table of the base of each 64-slot word's chunk (the address
+// that the chunk's slot 0 would have), 8 bytes per 64 slots, which a pool of one chunk does not
+// have. Every chunk after the first begins and ends at a multiple of 64 slots (its end a power of
+// two of at least 128) but the second, which begins where the first ends, so that the 64 slots
+// of a word (of the table, and of the pool's bitmap) lie in one chunk, but for the word where the
+// first chunk ends when it ends inside one. A slot past the first chunk is so a shift, one load
+// from the table and a multiply-add, as in a pool of one chunk but for the shift and the load.
+// (A table of 32 bases, one per binary order of slot numbers, indexed with a bit scan, took
+// 256 bytes whatever the pool's size, but bsr is slow on the AMD EPYC the anchors run on: a grown
+// pool's resolve took 1.4x a full-size pool's time with it, about 1.1x with the shift.)
 //
 // From an address to its slot (despawn, handle_of): the first chunk, then the others from the
 // last down. Chunks that double, as a growable pool's do, hold half the slots in the last, a
@@ -18,7 +20,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -53,34 +54,43 @@ class SlotChunks {
     return std::bit_ceil(std::max(wanted, std::size_t{capacity_} + kLeastChunk));
   }
 
-  // Takes the memory that add() needs; throws std::bad_alloc (and changes nothing else) when it
-  // cannot be had.
-  void reserve() { chunks_.reserve(chunks_.size() + 1); }
+  // Takes the memory that add() of a chunk of `count` slots needs; throws std::bad_alloc (and
+  // changes nothing else) when it cannot be had.
+  void reserve(std::uint32_t count) {
+    chunks_.reserve(chunks_.size() + 1);
+    if (!chunks_.empty()) base_by_word_.reserve(words(capacity_ + count) + 1);
+  }
 
   // `count` slots at `slots` join as the slots [capacity(), capacity() + count), a count that
   // capacity_for() gave. Allocates only what reserve() did not.
   void add(T* slots, std::uint32_t count) {
-    reserve();
+    reserve(count);
     const std::uint32_t first = capacity_;
     chunks_.push_back({slots, first, count, std::uintptr_t{count} * sizeof(T)});
     capacity_ = first + count;
     if (chunks_.size() == 1) {
       first_ = chunks_.front();
-      base_by_zeros_[0] = reinterpret_cast<std::uintptr_t>(slots);
+      split_ = count % 64 != 0;
       return;
     }
-    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(slots) - first * sizeof(T);
-    for (unsigned zeros = zeros_of(capacity_ - 1); zeros <= zeros_of(first); ++zeros) {
-      base_by_zeros_[zeros] = base;
+    if (base_by_word_.empty()) {  // the first chunk's words, and entry 0 (see address_past())
+      base_by_word_.assign(words(first) + 1, reinterpret_cast<std::uintptr_t>(first_.slots));
     }
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(slots) - first * sizeof(T);
+    base_by_word_.resize(words(capacity_) + 1, base);
+    base_by_word_[first / 64 + 1] = base;  // the word where it begins, which the first may share
   }
 
   // Takes the last chunk away and returns it; the caller gives its memory back. Never the first.
-  // (The bases of its orders stay in the table, read for no slot below capacity().)
   Chunk remove_last() {
     const Chunk last = chunks_.back();
     chunks_.pop_back();
     capacity_ = last.first;
+    if (chunks_.size() == 1) {
+      base_by_word_.clear();
+    } else {
+      base_by_word_.resize(words(capacity_) + 1);  // smaller: allocates nothing
+    }
     return last;
   }
 
@@ -97,21 +107,26 @@ class SlotChunks {
     return &past_first(slot);
   }
 
-  // address_of(slot) for a slot past the first chunk and below capacity(): a bit scan, a load from
-  // the table of bases and a multiply-add.
+  // address_of(slot) for a slot past the first chunk and below capacity(): a shift, a load from
+  // the table and a multiply-add.
   [[nodiscard]] T& past_first(std::uint32_t slot) const {
-    return *reinterpret_cast<T*>(base_by_zeros_[zeros_of(slot)] + slot * sizeof(T));
+    return *reinterpret_cast<T*>(base_by_word_[slot / 64 + 1] + slot * sizeof(T));
   }
 
-  // address_of(slot) as an integer, for any slot number (an address outside the chunks for one
-  // of capacity() or more: the caller checks the slot before it reads there), without a branch:
-  // the table's entry 0, which no slot's leading zeros name (slots are below 2^31), holds the
-  // first chunk's base, and a slot there takes it (its index masked to 0), so that
-  // slots spread at random across the first chunk and the others take no mispredicted branch. (The
-  // index is masked: g++ 12 made a branch of a conditional expression.)
-  [[nodiscard]] std::uintptr_t address_without_branch(std::uint32_t slot) const {
-    const unsigned past_first = 0u - static_cast<unsigned>(slot >= first_.count);  // all ones
-    return base_by_zeros_[zeros_of(slot) & past_first] + std::uintptr_t{slot} * sizeof(T);
+  // Whether a 64-slot word holds slots of the first chunk and of the second: a pool of more than
+  // one chunk whose first chunk does not end at a multiple of 64 slots.
+  [[nodiscard]] bool split() const { return split_; }
+
+  // address_of(slot) as an integer, without a branch, for a slot below capacity() of a pool of
+  // more than one chunk: the base of the slot's word, from the table, plus the slot's offset.
+  // Entry w + 1 holds word w's base, so that where the first chunk is split (split()), the index
+  // of a slot of the first chunk is masked to 0, whose entry holds the first chunk's base: slots
+  // spread at random across the first chunk and the others take no mispredicted branch (five
+  // instructions more; g++ 12 made a branch of a conditional expression).
+  [[nodiscard]] std::uintptr_t address_past(std::uint32_t slot) const {
+    std::size_t index = slot / 64 + 1;
+    if (split_) index &= 0u - static_cast<unsigned>(slot >= first_.count);  // all ones
+    return base_by_word_[index] + std::uintptr_t{slot} * sizeof(T);
   }
 
   // Where the slots of one word lie: the slots below `split` in the chunk of base `low`, the others
@@ -141,11 +156,9 @@ class SlotChunks {
     const auto first = reinterpret_cast<std::uintptr_t>(first_.slots);
     const std::uint32_t lowest = word * 64;
     if (chunks_.size() < 2 || lowest + 63 < first_.count) return {first, first, 0};
-    if (lowest >= first_.count) {
-      const std::uintptr_t base = base_by_zeros_[zeros_of(lowest)];
-      return {base, base, 0};
-    }
-    return {first, base_by_zeros_[zeros_of(first_.count)], first_.count};
+    const std::uintptr_t base = base_by_word_[word + 1];
+    if (lowest >= first_.count) return {base, base, 0};
+    return {first, base, first_.count};
   }
 
   // The number of the slot of the first chunk that `object` points at the start of, or a number
@@ -188,20 +201,17 @@ class SlotChunks {
     return inverse;
   }
 
-  // The leading zero bits of a slot past the first, which name its binary order [2^k, 2^(k+1))
-  // (k = 31 - zeros): a bit scan and a xor (bsr), or one lzcnt. slot | 1 lets the compiler drop
-  // the case of 0, which is never past the first chunk. (bit_width(slot) - 1 took g++ 12 three
-  // instructions more in a loop of gets.)
-  static unsigned zeros_of(std::uint32_t slot) {
-    return static_cast<unsigned>(std::countl_zero(slot | 1));
-  }
+  // The 64-slot words that `slots` slots take.
+  static std::size_t words(std::uint32_t slots) { return (std::size_t{slots} + 63) / 64; }
 
   std::vector<Chunk> chunks_;
   Chunk first_{};  // chunks_.front(), or none: kept here, where most calls look first
-  // The base of the chunk past the first that holds the slots of each binary order, by the slots'
-  // leading zero bits (1 to 31: slots below 2^31); at 0, the first chunk's.
-  std::array<std::uintptr_t, 32> base_by_zeros_{};
+  // With more than one chunk: at w + 1, the base of the chunk that holds word w's slots (for the
+  // word that the first chunk and the second share, the second's); at 0, the first chunk's. Empty
+  // with one chunk.
+  std::vector<std::uintptr_t> base_by_word_;
   std::uint32_t capacity_ = 0;
+  bool split_ = false;  // split(): the first chunk does not end at a multiple of 64 slots
 };
 
 }  // namespace poolalloc::detail
