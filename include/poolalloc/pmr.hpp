@@ -231,14 +231,14 @@ class PoolResource final : public std::pmr::memory_resource {
 
   // Without debug checks, the blocks given back to a pool wait on a stack of the resource's own,
   // linked through their first 8 bytes (a block has at least 8), and are handed out again from
-  // there, last in first out: a deallocate is a push, as on foonathan's node pool, where the
-  // pool's own deallocate of a block of another chunk than its current one finds the chunk
-  // through its map from address to chunk (a granule's hash and probe, the block check, that
-  // chunk's list, some 60 instructions: every free of a pmr container grown over several
-  // chunks). The pool then hands out only blocks never handed out before. So, without debug
-  // checks, the resource checks no pointer given back (the standard's pool resources do not
-  // either: a memory_resource is given back only what it handed out); with them, every block
-  // goes back to its pool, which checks it and keeps it.
+  // there, last in first out: a deallocate is a push, as on foonathan's node pool. The pool's own
+  // deallocate of a block outside its current chunk finds the chunk through its map from address
+  // to chunk (a granule's hash and probe, the block check, that chunk's list: some 60
+  // instructions, for nearly every free of a pmr container grown over several chunks). The pool
+  // then hands out only blocks never handed out before. So, without debug checks, the resource
+  // checks no pointer given back (nor do the standard's pool resources: a memory_resource is
+  // given back only what it handed out); with them, every block goes back to its pool, which
+  // checks it and keeps it.
   struct FreedBlocks {
     void* top = nullptr;
     std::size_t count = 0;  // for the pool's blocks in use: its own count less these
