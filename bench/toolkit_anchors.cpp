@@ -2,7 +2,8 @@
 // Boost.Pool and std::pmr, with new/delete for scale. Every contender runs the same workload:
 //   churn:   the object-pool tutorial's 10,000 entities of 64 bytes, each built in its block,
 //            then destroyed in a random order (a permutation computed once), again and again;
-//            items are spawn+despawn pairs;
+//            items are spawn+despawn pairs; the loop alone (entities built in an array, nothing
+//            freed) for scale;
 //   iterate: a walk over the live entities of a container of 10,000 from which a random half
 //            was removed, touching each; items are live objects;
 //   frame:   1,000 allocations of 8 to 256 bytes (one pseudo-random sequence of sizes, computed
@@ -110,6 +111,19 @@ void churn_boost_object_pool(benchmark::State& state) {
 void churn_new_delete(benchmark::State& state) {
   churn(
       state, [](std::uint32_t id) { return new Entity(id); }, [](Entity* e) { delete e; });
+}
+
+// The loop alone, for scale: each entity built in place in an array of 64-byte blocks, nothing
+// freed (the pointer is only passed on). What every contender's time holds besides its own
+// allocator: the loop, the random order's loads and the entity's constructor.
+void churn_loop_alone(benchmark::State& state) {
+  struct alignas(Entity) Block {
+    std::byte bytes[sizeof(Entity)];
+  };
+  std::vector<Block> blocks(kEntities);
+  churn(
+      state, [&](std::uint32_t id) { return build(blocks[id].bytes, id); },
+      [](Entity* e) { benchmark::DoNotOptimize(e); });
 }
 
 // ---- iterate -----------------------------------------------------------------------------------
@@ -588,6 +602,7 @@ BENCHMARK(churn_foonathan_memory_pool);
 BENCHMARK(churn_boost_pool);
 BENCHMARK(churn_boost_object_pool);
 BENCHMARK(churn_new_delete);
+BENCHMARK(churn_loop_alone);
 BENCHMARK(iterate_pool_for_each);
 BENCHMARK(iterate_colony);
 BENCHMARK(iterate_vector_of_pointers);

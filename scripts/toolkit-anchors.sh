@@ -35,7 +35,8 @@ groups = [
         ("foonathan memory_pool allocate_node/deallocate_node", "churn_foonathan_memory_pool"),
         ("boost::pool malloc/free", "churn_boost_pool"),
         ("boost::object_pool construct/destroy", "churn_boost_object_pool"),
-        ("new/delete", "churn_new_delete")]),
+        ("new/delete", "churn_new_delete"),
+        ("the loop alone: built in an array, nothing freed", "churn_loop_alone")]),
     ("churn, the free lists in the blocks", [
         ("poolalloc FixedPool allocate/deallocate", "churn_fixed_pool"),
         ("foonathan memory_pool allocate_node/deallocate_node", "churn_foonathan_memory_pool"),

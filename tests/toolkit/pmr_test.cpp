@@ -147,6 +147,49 @@ TEST(PoolResource, TheBlockGivenBackLastIsTheNextOneHandedOut) {
   EXPECT_EQ(pool.used(), 0u);
 }
 
+// A block given back waits on its size's stack, counted as free, and is the next one of that size
+// handed out; the pool is asked only for blocks never handed out, so refilling grows nothing.
+TEST(PoolResource, ABlockGivenBackIsFreeUntilItIsTheNextOfItsSizeHandedOut) {
+  PoolResource pool(64, 4);
+  pool.set_name("ui");
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5; ++i) blocks.push_back(pool.allocate(16, 8));
+  pool.deallocate(blocks[1], 16, 8);
+  pool.deallocate(blocks[4], 16, 8);
+  std::ostringstream two_free;
+  two_free << pool;
+  EXPECT_EQ(two_free.str(),
+            "PoolResource \"ui\": 48 B used, 128 B reserved, 16 B blocks 3 of 8, 0 blocks "
+            "upstream, debug checks off");
+  EXPECT_EQ(pool.allocate(16, 8), blocks[4]);
+  EXPECT_EQ(pool.allocate(16, 8), blocks[1]);
+  for (int i = 5; i < 8; ++i) blocks.push_back(pool.allocate(16, 8));
+  EXPECT_EQ(pool.reserved(), 128u);  // the 8 blocks of the two chunks, each handed out once
+  for (void* block : blocks) pool.deallocate(block, 16, 8);
+  for (int i = 0; i < 8; ++i) blocks[i] = pool.allocate(16, 8);
+  EXPECT_EQ(pool.reserved(), 128u);
+  for (int i = 0; i < 8; ++i) pool.deallocate(blocks[i], 16, 8);
+  EXPECT_EQ(pool.used(), 0u);
+}
+
+// The fast paths serve the steps up to the largest block only: under 128 bytes, a larger or more
+// aligned request goes upstream.
+TEST(PoolResource, ALargestBlockUnder128BytesSendsLargerOrMoreAlignedRequestsUpstream) {
+  CountingResource upstream;
+  PoolResource pool(8, 4, &upstream);
+  void* pooled = pool.allocate(8, 8);
+  EXPECT_EQ(upstream.allocations, 0);
+  void* more_aligned = pool.allocate(8, 16);
+  void* larger = pool.allocate(9, 8);
+  EXPECT_EQ(upstream.allocations, 2);
+  EXPECT_TRUE(aligned(more_aligned, 16));
+  pool.deallocate(more_aligned, 8, 16);
+  pool.deallocate(larger, 9, 8);
+  EXPECT_EQ(upstream.deallocations, 2);
+  pool.deallocate(pooled, 8, 8);
+  EXPECT_EQ(pool.used(), 0u);
+}
+
 TEST(PoolResource, CreatesEachPoolOnFirstUseAndDoublesItWhenFull) {
   PoolResource pool(64, 4);
   pool.set_name("ui");
@@ -485,6 +528,15 @@ TEST_F(PoolResourceDeathTest, WithDebugChecksADoubleDeallocateIsReported) {
   void* block = pool.allocate(16, 8);
   pool.deallocate(block, 16, 8);
   EXPECT_DEATH(pool.deallocate(block, 16, 8), "FixedPool \"ui\" .*double free");
+}
+
+TEST_F(PoolResourceDeathTest, WithDebugChecksAPointerNotHandedOutIsReported) {
+  PoolResource pool(64, 4, std::pmr::get_default_resource(), poolalloc::DebugChecks::on);
+  pool.set_name("ui");
+  void* block = pool.allocate(16, 8);
+  alignas(16) unsigned char elsewhere[16];
+  EXPECT_DEATH(pool.deallocate(elsewhere, 16, 8), "FixedPool \"ui\" .*outside the pool");
+  pool.deallocate(block, 16, 8);
 }
 
 // A move takes the pools and the blocks upstream along: blocks handed out go back through the
