@@ -30,7 +30,6 @@
 #include <gtest/gtest.h>
 
 #include "malloc_test_util.hpp"
-#include "poolalloc/poolalloc.h"
 #include "rss_workloads.hpp"
 #include "test_seed.hpp"
 
@@ -180,39 +179,6 @@ TEST(RssAfterPeak, FallsWithinTwoPeriodsAfterLargeBlocksWithNoCallAtAll) {
       "RSS %zu MiB before, %zu MiB once 200 MiB of 256 KiB blocks were freed, %zu MiB two "
       "periods later\n",
       before / kMiB, freed / kMiB, after / kMiB);
-  EXPECT_LT(after, before + kBound);
-}
-
-// With the heap profile on at its default mean, the sampled blocks of the pools' sizes are
-// glibc's, and after their free they wait as spares for the next samples: near the top of
-// glibc's heap, above freed buffers, they would keep glibc from trimming the heap. Decay gives
-// them back. 1500 rounds of a 64 KiB buffer and a 4 KiB block (some 12 of the blocks sampled),
-// freed newest first, as a request's arena is torn down; then one call a second.
-TEST(RssAfterPeak, FallsWithinTwoPeriodsWithTheHeapProfileOnAtItsDefaultMean) {
-  // A first sample maps the profile's tables: memory of its own, before the burst.
-  ASSERT_EQ(poolalloc_profile_sample(1), 0);
-  free(malloc(opaque(64)));
-  ASSERT_EQ(poolalloc_profile_sample(512 * 1024), 0);
-  constexpr size_t kRounds = 1500;
-  const size_t before = resident_bytes();
-  PointerArray buffers(kRounds), blocks(kRounds);
-  for (size_t i = 0; i < kRounds; ++i) {
-    buffers[i] = malloc(opaque(size_t{64} << 10));
-    blocks[i] = malloc(opaque(size_t{4} << 10));
-    ASSERT_TRUE(buffers[i] != nullptr && blocks[i] != nullptr);
-    std::memset(buffers[i], 1, size_t{64} << 10);
-    std::memset(blocks[i], 2, size_t{4} << 10);
-  }
-  for (size_t i = kRounds; i-- > 0;) {
-    free(blocks[i]);
-    free(buffers[i]);
-  }
-  const size_t freed = resident_bytes();
-  one_call_a_second(64, Clock::now() + kTwoPeriods);
-  const size_t after = resident_bytes();
-  ASSERT_EQ(poolalloc_profile_sample(0), 0);
-  std::printf("RSS %zu MiB before, %zu MiB once 100 MiB were freed, %zu MiB two periods later\n",
-              before / kMiB, freed / kMiB, after / kMiB);
   EXPECT_LT(after, before + kBound);
 }
 
