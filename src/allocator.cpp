@@ -34,7 +34,7 @@ void* allocate_slow(std::size_t size, const void* site) {
 
 void free_unpooled(void* p) {
   if constexpr (kHeapProfile) {
-    if (forget_if_sampled(p, true)) {
+    if (forget_if_sampled(p)) {
       // Kept as a spare sampled block: what glibc's free would have left in the tags' figures.
       discharge_system_block(p);
       count_call_outside_pools();

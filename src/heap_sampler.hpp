@@ -45,16 +45,15 @@ void* reallocate_outside_pools(void* p, std::size_t size, const void* site);
 // while another thread forks).
 void give_back_spare_sample_blocks(bool wait_for_fork = true);
 
-// A free (`is_free`), or a realloc, of p outside the pool region: a sampled allocation leaves
-// the profile's in-use figures. True when the free kept p as a spare: the caller gives it to
-// nobody. A free of any other block, which glibc may trim its heap after, gives the spares back
-// first: a spare above it would keep glibc from trimming down to it.
-inline bool forget_if_sampled(const void* p, bool is_free) {
+// A free of p outside the pool region: a sampled allocation leaves the profile's in-use figures.
+// True when p was kept as a spare: the caller gives it to nobody. A free of any other block,
+// which glibc may trim its heap after, gives the spares back first: a spare above it would keep
+// glibc from trimming down to it.
+inline bool forget_if_sampled(const void* p) {
   if (!sample_records_hold_blocks()) [[likely]]
     return false;
-  const Forgotten forgotten = forget_sample(p, is_free);
-  if (forgotten == Forgotten::kKeptAsSpare) return true;
-  if (is_free) give_back_spare_sample_blocks(false);
+  if (forget_sample(p, true) == Forgotten::kKeptAsSpare) return true;
+  give_back_spare_sample_blocks(false);
   return false;
 }
 
