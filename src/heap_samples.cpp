@@ -219,6 +219,19 @@ void drain_deferred_forgets() {
 
 namespace {
 
+// Under the lock, with room made: `record` as the live sample at `address`, in free slot `slot`
+// of the live table, and in its stack's and the totals' in-use figures.
+void add_live(std::uint32_t slot, std::uintptr_t address, const SampleRecord& record) {
+  SampledStack& stack = g_stacks[record.stack];
+  stack.inuse_objects += record.objects;
+  stack.inuse_bytes += record.bytes;
+  g_live.slots[slot] =
+      LiveSample{address, record.stack, record.spare_class, record.objects, record.bytes};
+  ++g_live.used;
+  g_live_count.store(g_live.used, std::memory_order_relaxed);
+  g_totals.inuse_bytes += record.bytes;
+}
+
 // What a sample adds, worked out before the lock is taken: its estimates, and its stack's hash
 // unless the stack's index is known (the thread recorded the same stack under the same tag last;
 // stacks are never taken out of the table).
@@ -269,16 +282,10 @@ bool record_locked(const void* block, const SampleEntry& entry, unsigned spare_c
     stack.recorded_tag = tag;
   }
   const std::uint32_t s = stack.recorded_index - 1;
-  SampledStack& sampled = g_stacks[s];
-  sampled.alloc_objects += entry.objects;
-  sampled.alloc_bytes += entry.bytes;
-  sampled.inuse_objects += entry.objects;
-  sampled.inuse_bytes += entry.bytes;
-  g_live.slots[live] = LiveSample{address, s, spare_class, entry.objects, entry.bytes};
-  ++g_live.used;
-  g_live_count.store(g_live.used, std::memory_order_relaxed);
+  g_stacks[s].alloc_objects += entry.objects;
+  g_stacks[s].alloc_bytes += entry.bytes;
   g_totals.alloc_bytes += entry.bytes;
-  g_totals.inuse_bytes += entry.bytes;
+  add_live(live, address, {s, spare_class, entry.objects, entry.bytes});
   totals = g_totals;
   return true;
 }
@@ -337,14 +344,7 @@ void restore_sample(const void* block, const SampleRecord& record) {
   drain_deferred_forgets();
   if (!make_room()) return;
   const auto address = reinterpret_cast<std::uintptr_t>(block);
-  SampledStack& stack = g_stacks[record.stack];
-  stack.inuse_objects += record.objects;
-  stack.inuse_bytes += record.bytes;
-  g_live.slots[live_slot(address)] =
-      LiveSample{address, record.stack, record.spare_class, record.objects, record.bytes};
-  ++g_live.used;
-  g_live_count.store(g_live.used, std::memory_order_relaxed);
-  g_totals.inuse_bytes += record.bytes;
+  add_live(live_slot(address), address, record);
 }
 
 bool sample_records_hold_blocks() {
