@@ -194,6 +194,13 @@ void defer_forget(std::uintptr_t address) {
 
 // Under the lock. A free that claimed a slot stores its address a few instructions later: the
 // holder waits for it. A free that claims one meanwhile is taken too, before the count is reset.
+// Under the lock: the sample at a deferred free's address, if any, out of the figures.
+void forget_deferred(std::uintptr_t address) {
+  if (g_live.used == 0) return;
+  const std::uint32_t i = live_slot(address);
+  if (g_live.slots[i].address != 0) remove_live(i);
+}
+
 [[gnu::noinline]] void drain_claimed_forgets(std::uint32_t count) {
   std::uint32_t next = 0;
   for (;;) {
@@ -201,12 +208,24 @@ void defer_forget(std::uintptr_t address) {
       std::uintptr_t address;
       while ((address = g_deferred_forgets[next].exchange(0, std::memory_order_acquire)) == 0)
         os_spin_pause();
-      if (g_live.used == 0) continue;
-      const std::uint32_t i = live_slot(address);
-      if (g_live.slots[i].address != 0) remove_live(i);
+      forget_deferred(address);
     }
     if (g_deferred_count.compare_exchange_strong(count, 0, std::memory_order_acq_rel)) return;
   }
+}
+
+// In the child of fork(), its only thread, which holds the lock: the frees deferred before the
+// fork are taken out, but a slot that a thread claimed without storing its address yet is passed
+// over, where drain_claimed_forgets would wait for it forever: that thread, and its free, are
+// not in the child (the block stays allocated there).
+void drain_stored_forgets_in_child() {
+  const std::uint32_t count =
+      std::min(g_deferred_count.load(std::memory_order_relaxed), kDeferredForgets);
+  for (std::uint32_t next = 0; next < count; ++next) {
+    const std::uintptr_t address = g_deferred_forgets[next].exchange(0, std::memory_order_relaxed);
+    if (address != 0) forget_deferred(address);
+  }
+  g_deferred_count.store(0, std::memory_order_relaxed);
 }
 
 void drain_deferred_forgets() {
@@ -418,6 +437,7 @@ void lock_samples_for_fork() {
 }
 
 void unlock_samples_after_fork(bool in_child) {
+  if (in_child) drain_stored_forgets_in_child();
   g_lock.unlock_after_fork(in_child);
 }
 
