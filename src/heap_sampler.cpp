@@ -71,13 +71,14 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
 
 void* reallocate_outside_pools(void* p, std::size_t size, const void* site) {
   SampleRecord record{};
-  const bool had_sample =
-      sample_records_hold_blocks() && forget_sample(p, false, &record) == Forgotten::kForgotten;
+  const bool profiled = sample_records_hold_blocks();
+  const bool had_sample = profiled && forget_sample(p, false, &record) == Forgotten::kForgotten;
   if (count_malloc_bytes(size)) {
     const int saved_errno = errno;
     const SystemCharge charge = discharge_system_block(p);
     if (void* sampled = allocate_sampled(size, kMinAlignment, site)) {
       std::memcpy(sampled, p, std::min(size, system_usable_size(p)));
+      give_back_spare_sample_blocks(false);  // as at a free (forget_if_sampled): glibc may trim
       free_outside_pools(p);
       return sampled;
     }
@@ -85,6 +86,9 @@ void* reallocate_outside_pools(void* p, std::size_t size, const void* site) {
     recharge_system_block(p, charge);
     errno = saved_errno;
   }
+  // glibc's realloc frees what it moves or cuts off, and may trim its heap after: no spare may
+  // stand above it then.
+  if (profiled) give_back_spare_sample_blocks(false);
   void* moved = system_realloc(p, size);
   if (moved == nullptr && had_sample) restore_sample(p, record);
   return moved;

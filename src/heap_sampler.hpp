@@ -41,8 +41,8 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
 void* reallocate_outside_pools(void* p, std::size_t size, const void* site);
 
 // The spare blocks go back to glibc: at malloc_trim and when sampling is turned off, which wait
-// for a fork in progress, and at a decay step and a free (`wait_for_fork` false: none go back
-// while another thread forks).
+// for a fork in progress, and at a decay step and a free or realloc outside the pools
+// (`wait_for_fork` false: none go back while another thread forks).
 void give_back_spare_sample_blocks(bool wait_for_fork = true);
 
 // A free of p outside the pool region: a sampled allocation leaves the profile's in-use figures.

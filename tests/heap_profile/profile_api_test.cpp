@@ -198,6 +198,26 @@ TEST(ProfileSpares, ASpareKeepsNoneOfGlibcsHeapFromItsTrimAsTheProgramFreesItsBu
   EXPECT_LT(freed, before + (std::size_t{32} << 20));
 }
 
+// A block of glibc's heap, above the pools' sizes, for a realloc to move or cut.
+void* g_buffer = nullptr;
+
+TEST(ProfileSpares, FreedSampledBlocksWaitAsSparesUntilAReallocOfAnotherBlockOutsideThePools) {
+  g_buffer = std::malloc(std::size_t{64} << 10);
+  ASSERT_NE(g_buffer, nullptr);
+  expect_spares_given_back_by([] {
+    // Sampled (every allocation is): the block moves into a sampled one, the old one is freed.
+    g_buffer = std::realloc(g_buffer, std::size_t{40} << 10);
+    ASSERT_NE(g_buffer, nullptr);
+  });
+  expect_spares_given_back_by([] {
+    // Not sampled: glibc's realloc cuts the block's tail off in place.
+    ASSERT_EQ(poolalloc_profile_sample(std::size_t{1} << 40), 0);
+    g_buffer = std::realloc(g_buffer, std::size_t{8} << 10);
+    ASSERT_NE(g_buffer, nullptr);
+  });
+  std::free(g_buffer);
+}
+
 TEST(ProfileSpares, FreedSampledBlocksWaitAsSparesUntilSamplingIsTurnedOff) {
   expect_spares_given_back_by([] { ASSERT_EQ(poolalloc_profile_sample(0), 0); });
 }
