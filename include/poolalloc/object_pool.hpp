@@ -555,14 +555,12 @@ class Pool {
       ::operator delete (memory, std::align_val_t{alignof(Slot)});
       return false;
     }
-    if (debug_) {
-      detail::fill(static_cast<std::byte*>(memory), count * sizeof(Slot), detail::kFreedFill);
-    }
     auto* chunk = static_cast<Slot*>(memory);
-    std::uint32_t back = 0;  // slots given back their stamps
+    std::uint32_t back = 0;  // slots given back their stamps: used ones, as below stamped_
     for (; back < slots && handles_.has_parked(); ++back) {
       ::new (chunk + back) Slot;
       chunk[back].stamp = handles_.unpark();
+      if (debug_) fill_object(chunk[back]);
     }
     chunks_.add(chunk, slots);
     free_.add_free_slots(slots);
@@ -576,6 +574,7 @@ class Pool {
     for (std::uint32_t slot = stamped_; slot < end; ++slot) {
       Slot& place = *::new (&slot_at(slot)) Slot;
       place.stamp = handles_.joining(slot);
+      if (debug_) fill_object(place);
     }
     stamped_ = end;
     update_fast_slots();
@@ -925,12 +924,15 @@ class Pool {
     if (++size_ > peak_) peak_ = size_;
   }
 
-  void fill_freed(std::uint32_t slot) {
-    detail::fill(slot_at(slot).object, sizeof(T), detail::kFreedFill);
-  }
+  // With debug checks, the object of every free slot below stamped_ holds kFreedFill: filled when
+  // the slot gets its stamp (creation and growth write no slot) and at each despawn.
+  void fill_freed(std::uint32_t slot) { fill_object(slot_at(slot)); }
+  static void fill_object(Slot& slot) { detail::fill(slot.object, sizeof(T), detail::kFreedFill); }
 
-  // Reported as a fault of `operation`, which is to put an object in the free slot `slot`.
+  // Reported as a fault of `operation`, which is to put an object in the free slot `slot`. A slot
+  // never used (from stamped_ on) holds what its memory held.
   void check_untouched_since_despawn(std::uint32_t slot, std::string_view operation) const {
+    if (slot >= stamped_) return;
     const std::byte* bytes = slot_at(slot).object;
     if (!detail::holds_only(bytes, sizeof(T), detail::kFreedFill)) {
       fail_object(operation, bytes, ": the slot was written after its object was despawned");

@@ -118,18 +118,28 @@ bool untouched(const std::byte* begin, const std::byte* end) {
 }
 
 // Creation is O(1) in the slots, as FixedPool's in its blocks: no page of them is touched until a
-// slot is used, when the slot's stamp is written.
-TEST(PoolMemory, CreationTouchesNoSlot) {
+// slot is used, when the slot's stamp is written (and, with debug checks, its fill pattern).
+void expect_creation_touches_no_slot(DebugChecks debug) {
   std::fill(std::begin(arena), std::end(arena), kUntouched);
   constexpr std::size_t kSlots = sizeof arena / Pool<Particle>::slot_bytes();
   place_next = arena;
-  Pool<Particle> pool(kSlots);
+  Pool<Particle> pool(kSlots, Growth::fixed, debug);
   ASSERT_EQ(place_next, nullptr);
   ASSERT_EQ(pool.capacity(), kSlots);
   EXPECT_TRUE(untouched(std::begin(arena), std::end(arena)));
   Particle* first = pool.spawn();
   ASSERT_EQ(static_cast<void*>(first), static_cast<void*>(arena));
   EXPECT_TRUE(untouched(arena + Pool<Particle>::slot_bytes(), std::end(arena)));
+}
+
+TEST(PoolMemory, CreationTouchesNoSlot) {
+  expect_creation_touches_no_slot(DebugChecks::off);
+}
+
+// Debug checks fill a slot when it gets its stamp, not at creation: a pool of 2^25 slots took
+// 518 MiB and 231 ms to create with them, 6 MiB and 33 ms without.
+TEST(PoolMemory, CreationTouchesNoSlotWithDebugChecksEither) {
+  expect_creation_touches_no_slot(DebugChecks::on);
 }
 
 TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {

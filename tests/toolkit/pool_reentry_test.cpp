@@ -650,3 +650,31 @@ TEST_F(PoolCompactDeathTest, ClearOrADespawnOfTheObjectBeingMovedFromItsMoveCons
 }
 
 }  // namespace
+
+namespace {
+
+// During clear(), a despawn of a handle that refers to no live object is ignored, a stale or
+// foreign one too: the clear may have destroyed the handle's object and handed its slot to what a
+// destructor spawned, which the pool cannot tell from a stale handle. Here the first object's
+// destructor spawns a fragment into its own slot, and the second then despawns the first by its
+// old handle; a third despawns a handle that was stale before the clear.
+TEST(PoolLifetime, DuringClearADespawnOfAHandleToNoLiveObjectIsIgnoredAStaleOneToo) {
+  Node::destroyed = Node::fragments_spawned = 0;
+  Pool<Node> pool(8);
+  Node* first = pool.spawn(pool, 1);
+  first->leaves_fragment = true;
+  const Handle<Node> first_handle = pool.handle_of(first);
+  Node* second = pool.spawn(pool, 1);
+  second->held = first_handle;
+  const Handle<Node> stale = pool.handle_of(pool.spawn(pool, 1));
+  pool.despawn(stale);
+  Node* third = pool.spawn(pool, 1);  // in the stale handle's slot
+  third->held = stale;
+  ASSERT_EQ(Node::destroyed, 1);
+  pool.clear();
+  EXPECT_EQ(Node::fragments_spawned, 1);
+  EXPECT_EQ(Node::destroyed, 5);  // the stale one, the three, the fragment
+  EXPECT_EQ(pool.size(), 0u);
+}
+
+}  // namespace

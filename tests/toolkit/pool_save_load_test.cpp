@@ -152,3 +152,28 @@ TEST(PoolSaveLoad, ASpawnAtWhoseConstructorThrowsLeavesTheIdFreeAndTheHandleUnre
 }
 
 }  // namespace
+
+namespace {
+
+// With debug checks, the slots that spawn_at stamps below its id (never used) get the fill pattern
+// that a spawn into them checks: they are taken without a report, and a write after a despawn is
+// still caught.
+TEST(PoolSaveLoad, WithDebugChecksTheSlotsBelowASpawnAtAreTakenWithoutAReport) {
+  Pool<Unit> saved(16);
+  Pool<Unit> pool(16, Growth::fixed, poolalloc::DebugChecks::on);
+  std::vector<Handle<Unit>> handles;
+  for (int i = 0; i < 11; ++i) handles.push_back(saved.handle_of(saved.spawn(i)));
+  ASSERT_NE(pool.spawn_at(handles[10], 10), nullptr);
+  for (int i = 0; i < 10; ++i) ASSERT_NE(pool.spawn(i), nullptr);  // slots 0 to 9
+  EXPECT_EQ(pool.size(), 11u);
+  Unit* last = pool.get(handles[10]);
+  pool.despawn(last);
+  EXPECT_DEATH(
+      {
+        last->value = 7;  // NOLINT(clang-analyzer-cplusplus.NewDelete): a write after despawn
+        (void)pool.spawn(1);
+      },
+      "the slot was written after its object was despawned");
+}
+
+}  // namespace

@@ -559,6 +559,23 @@ TEST(Synchronized, OverAPoolForwardsSpawnAtAndEach) {
   EXPECT_EQ(handles, (std::vector{handle, handle}));
 }
 
+// A tracker that threads share over a Synchronized pool walks it with a function that changes
+// the objects: the const overloads of for_each and each, which such a function cannot take, drop
+// out of overload resolution rather than failing to compile (they compiled the pool's const walk
+// with it, through the Synchronized's deduced return type).
+TEST(Tracked, OverASynchronizedPoolWalksWithAFunctionThatChangesTheObjects) {
+  poolalloc::Synchronized<Pool<int>> pool(4);
+  Tracked tracked(pool, 1024);
+  ASSERT_NE(tracked.spawn(1), nullptr);
+  tracked.for_each([](int& value) { value += 1; });
+  tracked.for_each([](auto& value) { value += 1; });
+  tracked.each([](poolalloc::Handle<int>, int& value) { value += 1; });
+  tracked.each([](poolalloc::Handle<int>, auto& value) { value += 1; });
+  int sum = 0;
+  std::as_const(tracked).for_each([&](const int& value) { sum += value; });
+  EXPECT_EQ(sum, 5);
+}
+
 TEST(Tracked, ForwardsTheArenasInterfaceAndSamplesWhatChangesUsage) {
   Pool<int> pool(8);
   Tracked tracked(pool, 1024);

@@ -4,9 +4,28 @@
 // Pool<T>, reset of a FrameAllocator, release of a PoolResource, ... `VIA(CALL)` makes the call,
 // CALL being a generic lambda that takes the arena: under the wrapper's lock, or sampled. ATTR is
 // [[nodiscard]] where dropping the result leaks (allocate, spawn), or nothing.
+//
+// The return type is written out, the arena's call's, not deduced: to decide whether the const
+// overload of a query could take the arguments, the compiler then reads the arena's declaration
+// only. A deduced one made it compile the call (and, through a wrapper of a wrapper, the arena's
+// walk with the caller's function) even where the non-const overload is the one called: a
+// function that changes the objects given to Tracked<Synchronized<Pool<T>>>::for_each failed to
+// compile on the const overload's behalf.
 #pragma once
 
 #include <utility>
+
+namespace poolalloc::detail {
+// T, named through the call's argument types: an expression on it in a member template's return
+// type is then checked when the template is, not with the wrapper's class.
+template <class T, class...>
+struct DependentOn {
+  using type = T;
+};
+}  // namespace poolalloc::detail
+
+// The wrapper's Arena, as a member template taking ARGS names it in its return type.
+#define POOLALLOC_ARENA(ARGS) typename ::poolalloc::detail::DependentOn<Arena, ARGS...>::type
 
 // NAME is a member's name and VIA a callee: neither can be put in parentheses.
 // NOLINTBEGIN(bugprone-macro-parentheses)
@@ -16,22 +35,24 @@
   requires requires(Arena & arena, Args && ... args) {                                           \
     arena.NAME(std::forward<Args>(args)...);                                                     \
   }                                                                                              \
-  ATTR decltype(auto) NAME(Args&&... args) {                                                     \
+  ATTR auto NAME(Args&&... args)                                                                 \
+      ->decltype(std::declval<POOLALLOC_ARENA(Args)&>().NAME(std::forward<Args>(args)...)) {     \
     return VIA(                                                                                  \
         [&](auto& arena) -> decltype(auto) { return arena.NAME(std::forward<Args>(args)...); }); \
   }
 
 // A query, on a const wrapper too (the arena then const).
-#define POOLALLOC_FORWARD_QUERY(VIA, NAME)                \
-  POOLALLOC_FORWARD(, VIA, NAME)                          \
-  template <class... Args>                                \
-  requires requires(const Arena& arena, Args&&... args) { \
-    arena.NAME(std::forward<Args>(args)...);              \
-  }                                                       \
-  decltype(auto) NAME(Args&&... args) const {             \
-    return VIA([&](const auto& arena) -> decltype(auto) { \
-      return arena.NAME(std::forward<Args>(args)...);     \
-    });                                                   \
+#define POOLALLOC_FORWARD_QUERY(VIA, NAME)                                                     \
+  POOLALLOC_FORWARD(, VIA, NAME)                                                               \
+  template <class... Args>                                                                     \
+  requires requires(const Arena& arena, Args&&... args) {                                      \
+    arena.NAME(std::forward<Args>(args)...);                                                   \
+  }                                                                                            \
+  auto NAME(Args&&... args) const->decltype(std::declval<const POOLALLOC_ARENA(Args)&>().NAME( \
+      std::forward<Args>(args)...)) {                                                          \
+    return VIA([&](const auto& arena) -> decltype(auto) {                                      \
+      return arena.NAME(std::forward<Args>(args)...);                                          \
+    });                                                                                        \
   }
 
 // new_object<T>(args...), new_array<T>(n): calls with a type to name.
