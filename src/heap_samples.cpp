@@ -8,6 +8,7 @@
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os.hpp"
+#include "platform.hpp"
 #include "sampling_math.hpp"
 #include "size_classes.hpp"
 
@@ -38,21 +39,31 @@ struct Table {
   std::uint32_t used = 0;
 };
 
-Lock g_lock;
-// The stacks, in the order they were first sampled, and an index of them by hash.
-SampledStack* g_stacks = nullptr;
-std::uint32_t g_stack_count = 0;
-std::uint32_t g_stack_capacity = 0;
-Table<std::uint32_t> g_stack_index;
-Table<LiveSample> g_live;
-std::atomic<std::uint32_t> g_live_count{0};
-SampleTotals g_totals{};
-// The oldest first.
-SpareBlock g_spares[kMostSpareBlocks];
-std::uint32_t g_spare_count = 0;
-std::size_t g_spare_bytes = 0;
-// g_spare_count, for frees outside the pools to read without the lock.
-std::atomic<std::uint32_t> g_spares_waiting{0};
+// What a sample and the free of a sampled block read and write besides the tables, together in
+// one page (1024 divides the page size and the whole is smaller), rather than spread over three
+// pages of .bss with the deferred frees' 128 KiB between them: the scalars in two cache lines, and
+// those not at the page's start, which the first line of every page-aligned block of a program
+// maps to the same cache set as (bench's sweep of 16 KiB blocks: 4 times the L1 misses there).
+// Under `lock` but for the atomics.
+struct alignas(1024) Samples {
+  SpareBlock spares[kMostSpareBlocks]{};  // the oldest first
+  Lock lock;
+  std::atomic<std::uint32_t> deferred_count{0};  // g_deferred_forgets's, below
+  // live.used and spare_count, for frees outside the pools to read without the lock.
+  std::atomic<std::uint32_t> live_count{0};
+  std::atomic<std::uint32_t> spares_waiting{0};
+  // The stacks, in the order they were first sampled, and an index of them by hash.
+  std::uint32_t stack_count = 0;
+  std::uint32_t stack_capacity = 0;
+  SampledStack* stacks = nullptr;
+  Table<LiveSample> live;
+  Table<std::uint32_t> stack_index;
+  SampleTotals totals{};
+  std::uint32_t spare_count = 0;
+  std::size_t spare_bytes = 0;
+};
+static_assert(sizeof(Samples) <= 1024, "one page");
+constinit Samples g_samples;
 
 constexpr std::uint32_t kFirstCapacity = 1024;
 constexpr std::uint64_t kGoldenRatio = 0x9e3779b97f4a7c15;
@@ -65,9 +76,9 @@ constexpr std::uint64_t kGoldenRatio = 0x9e3779b97f4a7c15;
 // saw over a thousand sampled frees at the default mean. Past kDeferredForgets (128 KiB of
 // address space, touched as used) an address is dropped and its sample stays in use.
 constexpr std::uint32_t kDeferredForgets = 16384;
+// Samples::deferred_count: the slots claimed so far, the first of them filled or about to be (a
+// free claims, then stores).
 std::atomic<std::uintptr_t> g_deferred_forgets[kDeferredForgets];
-// Slots claimed so far, the first of them filled or about to be (a free claims, then stores).
-std::atomic<std::uint32_t> g_deferred_count{0};
 
 // A non-negative value to the nearest whole number (without libm's llround).
 std::int64_t rounded(double value) {
@@ -107,22 +118,22 @@ void unmap_array(T* array, std::uint32_t count) {
 
 // The slot of the live table that holds `address`, or the free slot where it would go.
 std::uint32_t live_slot(std::uintptr_t address) {
-  std::uint32_t i = home_of(address, g_live.capacity);
-  while (g_live.slots[i].address != 0 && g_live.slots[i].address != address)
-    i = (i + 1) & (g_live.capacity - 1);
+  std::uint32_t i = home_of(address, g_samples.live.capacity);
+  while (g_samples.live.slots[i].address != 0 && g_samples.live.slots[i].address != address)
+    i = (i + 1) & (g_samples.live.capacity - 1);
   return i;
 }
 
 // The slot of the stack index for this stack, or the free slot where it would go.
 std::uint32_t stack_slot(std::uint64_t hash, const void* const* frames, std::uint32_t depth,
                          std::uint32_t tag) {
-  std::uint32_t i = slot_of(hash, g_stack_index.capacity);
-  while (g_stack_index.slots[i] != 0) {
-    const SampledStack& s = g_stacks[g_stack_index.slots[i] - 1];
+  std::uint32_t i = slot_of(hash, g_samples.stack_index.capacity);
+  while (g_samples.stack_index.slots[i] != 0) {
+    const SampledStack& s = g_samples.stacks[g_samples.stack_index.slots[i] - 1];
     if (s.hash == hash && s.depth == depth && s.tag == tag &&
         std::equal(frames, frames + depth, s.frames))
       return i;
-    i = (i + 1) & (g_stack_index.capacity - 1);
+    i = (i + 1) & (g_samples.stack_index.capacity - 1);
   }
   return i;
 }
@@ -130,35 +141,39 @@ std::uint32_t stack_slot(std::uint64_t hash, const void* const* frames, std::uin
 // Doubles whichever table would be over half full after one more entry. False when no memory
 // could be had (the tables are left as they were).
 [[gnu::always_inline]] inline bool make_room() {
-  if (g_stack_count == g_stack_capacity) {
-    const std::uint32_t capacity = g_stack_capacity == 0 ? kFirstCapacity : 2 * g_stack_capacity;
+  if (g_samples.stack_count == g_samples.stack_capacity) {
+    const std::uint32_t capacity =
+        g_samples.stack_capacity == 0 ? kFirstCapacity : 2 * g_samples.stack_capacity;
     auto* stacks = map_array<SampledStack>(capacity);
     if (stacks == nullptr) return false;
-    if (g_stack_count != 0) std::memcpy(stacks, g_stacks, g_stack_count * sizeof(SampledStack));
-    unmap_array(g_stacks, g_stack_capacity);
-    g_stacks = stacks;
-    g_stack_capacity = capacity;
+    if (g_samples.stack_count != 0)
+      std::memcpy(stacks, g_samples.stacks, g_samples.stack_count * sizeof(SampledStack));
+    unmap_array(g_samples.stacks, g_samples.stack_capacity);
+    g_samples.stacks = stacks;
+    g_samples.stack_capacity = capacity;
   }
-  if (2 * (g_stack_index.used + 1) > g_stack_index.capacity) {
-    const std::uint32_t capacity = std::max(kFirstCapacity, 2 * g_stack_index.capacity);
+  if (2 * (g_samples.stack_index.used + 1) > g_samples.stack_index.capacity) {
+    const std::uint32_t capacity = std::max(kFirstCapacity, 2 * g_samples.stack_index.capacity);
     auto* slots = map_array<std::uint32_t>(capacity);
     if (slots == nullptr) return false;
-    Table<std::uint32_t> old = g_stack_index;
-    g_stack_index = {slots, capacity, old.used};
-    for (std::uint32_t s = 0; s < g_stack_count; ++s) {
-      const SampledStack& stack = g_stacks[s];
-      g_stack_index.slots[stack_slot(stack.hash, stack.frames, stack.depth, stack.tag)] = s + 1;
+    Table<std::uint32_t> old = g_samples.stack_index;
+    g_samples.stack_index = {slots, capacity, old.used};
+    for (std::uint32_t s = 0; s < g_samples.stack_count; ++s) {
+      const SampledStack& stack = g_samples.stacks[s];
+      g_samples.stack_index.slots[stack_slot(stack.hash, stack.frames, stack.depth, stack.tag)] =
+          s + 1;
     }
     unmap_array(old.slots, old.capacity);
   }
-  if (2 * (g_live.used + 1) > g_live.capacity) {
-    const std::uint32_t capacity = std::max(kFirstCapacity, 2 * g_live.capacity);
+  if (2 * (g_samples.live.used + 1) > g_samples.live.capacity) {
+    const std::uint32_t capacity = std::max(kFirstCapacity, 2 * g_samples.live.capacity);
     auto* slots = map_array<LiveSample>(capacity);
     if (slots == nullptr) return false;
-    Table<LiveSample> old = g_live;
-    g_live = {slots, capacity, old.used};
+    Table<LiveSample> old = g_samples.live;
+    g_samples.live = {slots, capacity, old.used};
     for (std::uint32_t i = 0; i < old.capacity; ++i) {
-      if (old.slots[i].address != 0) g_live.slots[live_slot(old.slots[i].address)] = old.slots[i];
+      if (old.slots[i].address != 0)
+        g_samples.live.slots[live_slot(old.slots[i].address)] = old.slots[i];
     }
     unmap_array(old.slots, old.capacity);
   }
@@ -168,27 +183,27 @@ std::uint32_t stack_slot(std::uint64_t hash, const void* const* frames, std::uin
 // Takes the live sample in slot i out of its stack's figures and out of the table, moving the
 // entries after it back so that no probe sequence is broken (no tombstones).
 void remove_live(std::uint32_t i) {
-  const LiveSample sample = g_live.slots[i];
-  SampledStack& stack = g_stacks[sample.stack];
+  const LiveSample sample = g_samples.live.slots[i];
+  SampledStack& stack = g_samples.stacks[sample.stack];
   stack.inuse_objects -= sample.objects;
   stack.inuse_bytes -= sample.bytes;
-  g_totals.inuse_bytes -= sample.bytes;
-  const std::uint32_t mask = g_live.capacity - 1;
-  for (std::uint32_t j = (i + 1) & mask; g_live.slots[j].address != 0; j = (j + 1) & mask) {
-    const std::uint32_t home = home_of(g_live.slots[j].address, g_live.capacity);
+  g_samples.totals.inuse_bytes -= sample.bytes;
+  const std::uint32_t mask = g_samples.live.capacity - 1;
+  for (std::uint32_t j = (i + 1) & mask; g_samples.live.slots[j].address != 0; j = (j + 1) & mask) {
+    const std::uint32_t home = home_of(g_samples.live.slots[j].address, g_samples.live.capacity);
     // The entry at j may move to i when i lies on its probe path, from home to j.
     if (((j - home) & mask) >= ((j - i) & mask)) {
-      g_live.slots[i] = g_live.slots[j];
+      g_samples.live.slots[i] = g_samples.live.slots[j];
       i = j;
     }
   }
-  g_live.slots[i] = LiveSample{};
-  --g_live.used;
-  g_live_count.store(g_live.used, std::memory_order_relaxed);
+  g_samples.live.slots[i] = LiveSample{};
+  --g_samples.live.used;
+  g_samples.live_count.store(g_samples.live.used, std::memory_order_relaxed);
 }
 
 void defer_forget(std::uintptr_t address) {
-  const std::uint32_t i = g_deferred_count.fetch_add(1, std::memory_order_acq_rel);
+  const std::uint32_t i = g_samples.deferred_count.fetch_add(1, std::memory_order_acq_rel);
   if (i < kDeferredForgets) g_deferred_forgets[i].store(address, std::memory_order_release);
 }
 
@@ -196,9 +211,9 @@ void defer_forget(std::uintptr_t address) {
 // holder waits for it. A free that claims one meanwhile is taken too, before the count is reset.
 // Under the lock: the sample at a deferred free's address, if any, out of the figures.
 void forget_deferred(std::uintptr_t address) {
-  if (g_live.used == 0) return;
+  if (g_samples.live.used == 0) return;
   const std::uint32_t i = live_slot(address);
-  if (g_live.slots[i].address != 0) remove_live(i);
+  if (g_samples.live.slots[i].address != 0) remove_live(i);
 }
 
 [[gnu::noinline]] void drain_claimed_forgets(std::uint32_t count) {
@@ -210,7 +225,8 @@ void forget_deferred(std::uintptr_t address) {
         os_spin_pause();
       forget_deferred(address);
     }
-    if (g_deferred_count.compare_exchange_strong(count, 0, std::memory_order_acq_rel)) return;
+    if (g_samples.deferred_count.compare_exchange_strong(count, 0, std::memory_order_acq_rel))
+      return;
   }
 }
 
@@ -220,16 +236,16 @@ void forget_deferred(std::uintptr_t address) {
 // not in the child (the block stays allocated there).
 void drain_stored_forgets_in_child() {
   const std::uint32_t count =
-      std::min(g_deferred_count.load(std::memory_order_relaxed), kDeferredForgets);
+      std::min(g_samples.deferred_count.load(std::memory_order_relaxed), kDeferredForgets);
   for (std::uint32_t next = 0; next < count; ++next) {
     const std::uintptr_t address = g_deferred_forgets[next].exchange(0, std::memory_order_relaxed);
     if (address != 0) forget_deferred(address);
   }
-  g_deferred_count.store(0, std::memory_order_relaxed);
+  g_samples.deferred_count.store(0, std::memory_order_relaxed);
 }
 
 void drain_deferred_forgets() {
-  const std::uint32_t count = g_deferred_count.load(std::memory_order_acquire);
+  const std::uint32_t count = g_samples.deferred_count.load(std::memory_order_acquire);
   if (count != 0) [[unlikely]]
     drain_claimed_forgets(count);
 }
@@ -241,14 +257,14 @@ namespace {
 // Under the lock, with room made: `record` as the live sample at `address`, in free slot `slot`
 // of the live table, and in its stack's and the totals' in-use figures.
 void add_live(std::uint32_t slot, std::uintptr_t address, const SampleRecord& record) {
-  SampledStack& stack = g_stacks[record.stack];
+  SampledStack& stack = g_samples.stacks[record.stack];
   stack.inuse_objects += record.objects;
   stack.inuse_bytes += record.bytes;
-  g_live.slots[slot] =
+  g_samples.live.slots[slot] =
       LiveSample{address, record.stack, record.spare_class, record.objects, record.bytes};
-  ++g_live.used;
-  g_live_count.store(g_live.used, std::memory_order_relaxed);
-  g_totals.inuse_bytes += record.bytes;
+  ++g_samples.live.used;
+  g_samples.live_count.store(g_samples.live.used, std::memory_order_relaxed);
+  g_samples.totals.inuse_bytes += record.bytes;
 }
 
 // What a sample adds, worked out before the lock is taken: its estimates, and its stack's hash
@@ -261,14 +277,35 @@ struct SampleEntry {
   std::uint64_t hash;
 };
 
+// A sample's estimates for its size at its mean, as the thread's last sample had them: a loop
+// samples the same size again, and working them out is a chain of dependent steps (a division,
+// up to 16 multiply-adds of the series, another division: some 10 to 15 ns a sample by wall
+// time) that the memo's two compares replace. Its mean is 0 until the thread's first sample.
+struct SampleWeights {
+  std::size_t size;
+  std::int64_t mean;
+  std::int64_t objects;  // in 1/kCountUnit
+  std::int64_t bytes;
+};
+constinit POOLALLOC_THREAD_LOCAL SampleWeights t_weights{};
+
+const SampleWeights& weights_of(std::size_t size, std::int64_t mean) {
+  SampleWeights& weights = t_weights;
+  if (weights.size != size || weights.mean != mean) {
+    // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
+    const double per_sample =
+        1 / chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
+    weights = {size, mean, rounded(static_cast<double>(kCountUnit) * per_sample),
+               rounded(static_cast<double>(size) * per_sample)};
+  }
+  return weights;
+}
+
 [[gnu::always_inline]] inline SampleEntry entry_of(std::size_t size, std::int64_t mean,
                                                    const CapturedStack& stack, std::uint32_t tag) {
-  // The chance that an allocation of `size` bytes held a sample point: 1 - e^(-size/mean).
-  const double per_sample =
-      1 / chance_of_sample(static_cast<double>(size) / static_cast<double>(mean));
+  const SampleWeights& weights = weights_of(size, mean);
   const bool known = stack.recorded_index != 0 && stack.recorded_tag == tag;
-  return {rounded(static_cast<double>(kCountUnit) * per_sample),
-          rounded(static_cast<double>(size) * per_sample), known,
+  return {weights.objects, weights.bytes, known,
           known ? 0 : hash_of(stack.frames(), stack.depth, tag)};
 }
 
@@ -281,44 +318,45 @@ bool record_locked(const void* block, const SampleEntry& entry, unsigned spare_c
   std::uint32_t live = live_slot(address);
   // The address of a sample whose free could not be seen (while the lock was held for fork):
   // that allocation is gone.
-  if (g_live.slots[live].address == address) {
+  if (g_samples.live.slots[live].address == address) {
     remove_live(live);
     live = live_slot(address);
   }
   if (!entry.known) {
     const std::uint32_t index_slot = stack_slot(entry.hash, stack.frames(), stack.depth, tag);
-    if (g_stack_index.slots[index_slot] == 0) {
-      SampledStack& added = g_stacks[g_stack_count];
+    if (g_samples.stack_index.slots[index_slot] == 0) {
+      SampledStack& added = g_samples.stacks[g_samples.stack_count];
       added = SampledStack{};
       added.hash = entry.hash;
       added.depth = stack.depth;
       added.tag = tag;
       std::copy_n(stack.frames(), stack.depth, added.frames);
-      g_stack_index.slots[index_slot] = ++g_stack_count;
-      ++g_stack_index.used;
+      g_samples.stack_index.slots[index_slot] = ++g_samples.stack_count;
+      ++g_samples.stack_index.used;
     }
-    stack.recorded_index = g_stack_index.slots[index_slot];
+    stack.recorded_index = g_samples.stack_index.slots[index_slot];
     stack.recorded_tag = tag;
   }
   const std::uint32_t s = stack.recorded_index - 1;
-  g_stacks[s].alloc_objects += entry.objects;
-  g_stacks[s].alloc_bytes += entry.bytes;
-  g_totals.alloc_bytes += entry.bytes;
+  g_samples.stacks[s].alloc_objects += entry.objects;
+  g_samples.stacks[s].alloc_bytes += entry.bytes;
+  g_samples.totals.alloc_bytes += entry.bytes;
   add_live(live, address, {s, spare_class, entry.objects, entry.bytes});
-  totals = g_totals;
+  totals = g_samples.totals;
   return true;
 }
 
 // Under the lock: a spare block of class `cls` taken out, or nullptr. The latest first: its
 // memory was touched last.
 void* take_spare(unsigned cls) {
-  for (std::uint32_t i = g_spare_count; i-- > 0;) {
-    if (g_spares[i].cls != cls) continue;
-    void* block = g_spares[i].block;
-    std::copy(g_spares + i + 1, g_spares + g_spare_count, g_spares + i);
-    --g_spare_count;
-    g_spare_bytes -= class_size(cls);
-    g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
+  for (std::uint32_t i = g_samples.spare_count; i-- > 0;) {
+    if (g_samples.spares[i].cls != cls) continue;
+    void* block = g_samples.spares[i].block;
+    std::copy(g_samples.spares + i + 1, g_samples.spares + g_samples.spare_count,
+              g_samples.spares + i);
+    --g_samples.spare_count;
+    g_samples.spare_bytes -= class_size(cls);
+    g_samples.spares_waiting.store(g_samples.spare_count, std::memory_order_relaxed);
     return block;
   }
   return nullptr;
@@ -327,12 +365,12 @@ void* take_spare(unsigned cls) {
 // Under the lock: the oldest `count` spares taken out into `blocks`.
 std::uint32_t take_oldest_spares(std::uint32_t count, void* (&blocks)[kMostSpareBlocks]) {
   for (std::uint32_t i = 0; i < count; ++i) {
-    blocks[i] = g_spares[i].block;
-    g_spare_bytes -= class_size(g_spares[i].cls);
+    blocks[i] = g_samples.spares[i].block;
+    g_samples.spare_bytes -= class_size(g_samples.spares[i].cls);
   }
-  std::copy(g_spares + count, g_spares + g_spare_count, g_spares);
-  g_spare_count -= count;
-  g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
+  std::copy(g_samples.spares + count, g_samples.spares + g_samples.spare_count, g_samples.spares);
+  g_samples.spare_count -= count;
+  g_samples.spares_waiting.store(g_samples.spare_count, std::memory_order_relaxed);
   return count;
 }
 
@@ -341,7 +379,7 @@ std::uint32_t take_oldest_spares(std::uint32_t count, void* (&blocks)[kMostSpare
 bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsigned spare_class,
                    CapturedStack& stack, std::uint32_t tag, SampleTotals& totals) {
   const SampleEntry entry = entry_of(size, mean, stack, tag);
-  TryLockGuard guard(g_lock);
+  TryLockGuard guard(g_samples.lock);
   return guard.locked() && record_locked(block, entry, spare_class, stack, tag, totals);
 }
 
@@ -349,9 +387,9 @@ void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
                              CapturedStack& stack, std::uint32_t tag, SampleTotals& totals,
                              bool& recorded) {
   recorded = false;
-  if (g_spares_waiting.load(std::memory_order_relaxed) == 0) return nullptr;
+  if (g_samples.spares_waiting.load(std::memory_order_relaxed) == 0) return nullptr;
   const SampleEntry entry = entry_of(size, mean, stack, tag);
-  TryLockGuard guard(g_lock);
+  TryLockGuard guard(g_samples.lock);
   if (!guard.locked()) return nullptr;
   void* block = take_spare(cls);
   if (block != nullptr) recorded = record_locked(block, entry, cls + 1, stack, tag, totals);
@@ -359,7 +397,7 @@ void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
 }
 
 void restore_sample(const void* block, const SampleRecord& record) {
-  LockGuard guard(g_lock);
+  LockGuard guard(g_samples.lock);
   drain_deferred_forgets();
   if (!make_room()) return;
   const auto address = reinterpret_cast<std::uintptr_t>(block);
@@ -367,63 +405,65 @@ void restore_sample(const void* block, const SampleRecord& record) {
 }
 
 bool sample_records_hold_blocks() {
-  return g_live_count.load(std::memory_order_relaxed) != 0 ||
-         g_spares_waiting.load(std::memory_order_relaxed) != 0;
+  return g_samples.live_count.load(std::memory_order_relaxed) != 0 ||
+         g_samples.spares_waiting.load(std::memory_order_relaxed) != 0;
 }
 
 Forgotten forget_sample(const void* block, bool may_keep, SampleRecord* removed) {
-  TryLockGuard guard(g_lock);
+  TryLockGuard guard(g_samples.lock);
   if (!guard.locked()) {
     defer_forget(reinterpret_cast<std::uintptr_t>(block));
     return Forgotten::kNotSampled;
   }
   drain_deferred_forgets();
-  const std::uint32_t i = g_live.used == 0 ? 0 : live_slot(reinterpret_cast<std::uintptr_t>(block));
-  if (g_live.used == 0 || g_live.slots[i].address == 0) {
+  const std::uint32_t i =
+      g_samples.live.used == 0 ? 0 : live_slot(reinterpret_cast<std::uintptr_t>(block));
+  if (g_samples.live.used == 0 || g_samples.live.slots[i].address == 0) {
     // Not a live sample's block: one that waits as a spare was freed already.
-    for (std::uint32_t s = 0; s < g_spare_count; ++s) {
-      if (g_spares[s].block == block)
+    for (std::uint32_t s = 0; s < g_samples.spare_count; ++s) {
+      if (g_samples.spares[s].block == block)
         report_double_free_of_sampled_block(may_keep ? "free" : "realloc", block,
-                                            class_size(g_spares[s].cls));
+                                            class_size(g_samples.spares[s].cls));
     }
     return Forgotten::kNotSampled;
   }
-  const LiveSample& live = g_live.slots[i];
+  const LiveSample& live = g_samples.live.slots[i];
   const std::uint32_t spare_class = live.spare_class;
   if (removed != nullptr) *removed = {live.stack, live.spare_class, live.objects, live.bytes};
   remove_live(i);
-  if (!may_keep || spare_class == 0 || g_spare_count == kMostSpareBlocks ||
-      g_spare_bytes + class_size(spare_class - 1) > kMostSpareBytes)
+  if (!may_keep || spare_class == 0 || g_samples.spare_count == kMostSpareBlocks ||
+      g_samples.spare_bytes + class_size(spare_class - 1) > kMostSpareBytes)
     return Forgotten::kForgotten;
-  g_spares[g_spare_count++] = SpareBlock{const_cast<void*>(block), spare_class - 1};
-  g_spare_bytes += class_size(spare_class - 1);
-  g_spares_waiting.store(g_spare_count, std::memory_order_relaxed);
+  g_samples.spares[g_samples.spare_count++] = SpareBlock{const_cast<void*>(block), spare_class - 1};
+  g_samples.spare_bytes += class_size(spare_class - 1);
+  g_samples.spares_waiting.store(g_samples.spare_count, std::memory_order_relaxed);
   return Forgotten::kKeptAsSpare;
 }
 
 std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks], bool wait_for_fork) {
-  TryLockGuard guard(g_lock, wait_for_fork);
-  return guard.locked() ? take_oldest_spares(g_spare_count, blocks) : 0;
+  TryLockGuard guard(g_samples.lock, wait_for_fork);
+  return guard.locked() ? take_oldest_spares(g_samples.spare_count, blocks) : 0;
 }
 
 bool spare_sample_blocks_wait() {
-  return g_spares_waiting.load(std::memory_order_relaxed) != 0;
+  return g_samples.spares_waiting.load(std::memory_order_relaxed) != 0;
 }
 
 SampleSnapshot take_sample_snapshot(bool without_waiting) {
   SampleSnapshot snapshot;
-  if (without_waiting ? !g_lock.try_lock() : !g_lock.lock_unless_forking()) return snapshot;
+  if (without_waiting ? !g_samples.lock.try_lock() : !g_samples.lock.lock_unless_forking())
+    return snapshot;
   struct Unlock {
-    ~Unlock() { g_lock.unlock(); }
+    ~Unlock() { g_samples.lock.unlock(); }
   } unlock;
   drain_deferred_forgets();
   snapshot.taken = true;
-  if (g_stack_count == 0) return snapshot;
-  snapshot.mapped_bytes = std::size_t{g_stack_count} * sizeof(SampledStack);
+  if (g_samples.stack_count == 0) return snapshot;
+  snapshot.mapped_bytes = std::size_t{g_samples.stack_count} * sizeof(SampledStack);
   snapshot.stacks = static_cast<SampledStack*>(os_map(snapshot.mapped_bytes));
   if (snapshot.stacks == nullptr) return {};
-  std::memcpy(snapshot.stacks, g_stacks, snapshot.mapped_bytes);
-  snapshot.count = g_stack_count;
+  std::memcpy(snapshot.stacks, g_samples.stacks, snapshot.mapped_bytes);
+  snapshot.count = g_samples.stack_count;
   return snapshot;
 }
 
@@ -433,12 +473,12 @@ void release_sample_snapshot(SampleSnapshot& snapshot) {
 }
 
 void lock_samples_for_fork() {
-  g_lock.lock_for_fork();
+  g_samples.lock.lock_for_fork();
 }
 
 void unlock_samples_after_fork(bool in_child) {
   if (in_child) drain_stored_forgets_in_child();
-  g_lock.unlock_after_fork(in_child);
+  g_samples.lock.unlock_after_fork(in_child);
 }
 
 }  // namespace poolalloc::internal

@@ -46,11 +46,12 @@ struct CapturedStack {
   std::uint32_t start;
   std::uint32_t depth;
   const void* first;
-  StackWalkMemo walk;
   // The heap profile's index of this stack and tag, plus one (0: unknown), as record_sample
-  // found it: a sample of an unchanged stack under the same tag skips the search.
+  // found it: a sample of an unchanged stack under the same tag skips the search. Before the
+  // walk's memo, beside what a sample of an unchanged stack reads of the rest.
   std::uint32_t recorded_index;
   std::uint32_t recorded_tag;
+  StackWalkMemo walk;
   const void* const* frames() const { return raw + start; }
 };
 static_assert(kMostWalkedFrames >= kMostFrames + 8, "the allocator's own frames need room");

@@ -51,7 +51,7 @@ bool memo_holds(const StackWalkMemo& memo, std::uintptr_t high) {
   if (memo.highest >= high) return false;  // another stack now, which ends below a word
   std::uintptr_t differences = 0;
   for (std::uint32_t i = 0; i < memo.loads; ++i)
-    differences |= stack_word(memo.address[i]) ^ memo.value[i];
+    differences |= stack_word(memo.load[i].address) ^ memo.load[i].value;
   return differences == 0;
 }
 
@@ -83,8 +83,7 @@ int walk_stack(void** frames, int most, StackWalkMemo& memo) {
   bool rbp_load_kept = false;
   std::uint32_t loads = 0;
   const auto keep_load = [&](std::uintptr_t address, std::uintptr_t value) {
-    memo.address[loads] = address;
-    memo.value[loads] = value;
+    memo.load[loads] = {address, value};
     ++loads;
   };
   void** out = frames;

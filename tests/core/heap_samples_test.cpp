@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <unordered_set>
 #include <vector>
 
+#include "sampling_math.hpp"
 #include "size_classes.hpp"
 #include "test_seed.hpp"
 
@@ -128,6 +130,32 @@ TEST(HeapSamples, SpareBlocksAreAtMostTheirCountAndTheirBytes) {
     EXPECT_EQ(forget_sample(at(0x1000000 + i * 0x8000), true),
               i < fit ? Forgotten::kKeptAsSpare : Forgotten::kForgotten);
   EXPECT_EQ(take_all_spares(), fit);
+  EXPECT_FALSE(sample_records_hold_blocks());
+}
+
+// A thread keeps its last sample's estimates for its next one of the same size at the same mean:
+// a sample of another size, or at another mean, is estimated anew.
+TEST(HeapSamples, EachSampleIsEstimatedAtItsOwnSizeAndMean) {
+  const struct {
+    std::size_t size;
+    std::int64_t mean;
+  } samples[] = {{256, 65536}, {256, 65536}, {4096, 65536},
+                 {4096, 1024}, {4096, 1024}, {256, 65536}};
+  CapturedStack stack = one_frame_stack();
+  SampleTotals totals{};
+  std::uintptr_t address = 0x2000000;
+  ASSERT_TRUE(record_sample(at(address), 64, 65536, 0, stack, 0, totals));
+  for (const auto& sample : samples) {
+    const std::int64_t before = totals.alloc_bytes;
+    address += 0x10000;
+    ASSERT_TRUE(record_sample(at(address), sample.size, sample.mean, 0, stack, 0, totals));
+    const double size = static_cast<double>(sample.size);
+    EXPECT_EQ(totals.alloc_bytes - before,
+              std::llround(size / chance_of_sample(size / static_cast<double>(sample.mean))))
+        << sample.size << " bytes at a mean of " << sample.mean;
+  }
+  for (; address >= 0x2000000; address -= 0x10000)
+    EXPECT_EQ(forget_sample(at(address), false), Forgotten::kForgotten);
   EXPECT_FALSE(sample_records_hold_blocks());
 }
 
