@@ -97,6 +97,15 @@ class Synchronized : public detail::ResourceBase<Arena, Synchronized<Arena>> {
     return std::forward<F>(f)(std::as_const(arena_));
   }
 
+  // f(const arena&) under the lock if no other thread holds it now, and true; else false, at once.
+  template <class F>
+  bool try_with_lock(F&& f) const {
+    const std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    std::forward<F>(f)(std::as_const(arena_));
+    return true;
+  }
+
   // The arena's line, printed under the lock.
   friend std::ostream& operator<<(std::ostream& out, const Synchronized& synchronized) requires
       requires(std::ostream& stream, const Arena& arena) {

@@ -80,6 +80,18 @@ template <class Arena, class F>
 decltype(auto) with_arena(Synchronized<Arena>& arena, F&& f) {
   return arena.with_lock(std::forward<F>(f));
 }
+
+// f(arena) and true; over a Synchronized arena, f(its arena) under its lock if no other thread
+// holds it now, else false.
+template <class Arena, class F>
+bool try_with_arena(const Arena& arena, F&& f) {
+  std::forward<F>(f)(arena);
+  return true;
+}
+template <class Arena, class F>
+bool try_with_arena(const Synchronized<Arena>& arena, F&& f) {
+  return arena.try_with_lock(std::forward<F>(f));
+}
 }  // namespace detail
 
 // Over a std::pmr::memory_resource (a PoolResource), it is a memory_resource too: pmr containers
@@ -253,7 +265,20 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
     return std::forward<Call>(call)(std::as_const(*arena_));
   }
 
-  static void sample_row(const BudgetRow& row) { static_cast<const Tracked&>(row).sample(); }
+  // The sample of a sweep (print_budgets(), sample_budgets() on the owner's thread): sample()'s,
+  // but a Synchronized arena whose lock another thread holds keeps its last sample, so that a
+  // sweep never waits for an arena's lock. A thread may destroy a tracker that threads share
+  // while it holds the arena's lock, and that destruction waits for a sample in progress
+  // (BudgetRow::set_sampler): a sample waiting for that lock would wait forever.
+  static void sample_row(const BudgetRow& row) {
+    const auto& tracked = static_cast<const Tracked&>(row);
+    std::size_t rose_to = 0;  // the usage that rose above the budget, which is never 0
+    detail::try_with_arena(*tracked.arena_, [&](const auto& arena) {
+      const std::size_t used = detail::bytes_in_use(arena);
+      if (tracked.record(used)) rose_to = used;
+    });
+    if (rose_to != 0) tracked.over_budget(rose_to);
+  }
 
   Arena* arena_;  // null once moved from
 };
@@ -307,15 +332,17 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 // Samples the arena of every Tracked created on the calling thread, as its sample() does: what
 // was allocated or freed on the arenas directly shows in their figures (and a rise above a budget
 // is counted and called back, on this thread). The arenas of other threads' trackers are theirs
-// to read: each thread samples its own (this, a call through the tracker, end_frame()).
+// to read: each thread samples its own (this, a call through the tracker, end_frame()). A
+// Synchronized arena whose lock another thread holds now keeps its last sample: this never waits
+// for a lock.
 inline void sample_budgets() {
   detail::BudgetRow::sample_rows_of_this_thread();
 }
 
 // One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used, peak,
 // budget, and how many times usage rose above the budget, after sample_budgets(): the figures of
-// the calling thread's trackers are their arenas' at the moment it prints, those of other
-// threads' trackers their last sample. The per-frame memory report of a debug overlay; safe
+// the calling thread's trackers are their arenas' at the moment it prints (but a Synchronized
+// arena's whose lock another thread holds), those of other threads' trackers their last sample. The per-frame memory report of a debug overlay; safe
 // while trackers on other threads come, go and sample. The name column
 // fits the longest name a tracker keeps, so that every name leaves the columns aligned. In decimal
 // padded with spaces, whatever the stream was left in; the stream is left as it was.

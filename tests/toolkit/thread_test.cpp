@@ -14,12 +14,15 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory_resource>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -272,6 +275,79 @@ TEST(PrintBudgets, ShowsAnotherThreadsTrackersAsOfTheirLastSample) {
             "job scratch                              150         150        1024     0\n");
   step.set(4);
   owner.join();
+}
+
+// An arena whose usage, read once while the gate is armed, holds its reader inside the sample
+// until the tracker is destroyed, or 200 ms: a destruction that does not wait for the sample
+// ends first.
+struct SampleGate {
+  std::atomic<bool> armed{false};
+  Step step;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool destroyed = false;
+  bool destroyed_during_sample = false;
+};
+struct GatedArena {
+  SampleGate* gate;
+  [[nodiscard]] std::size_t used() const {
+    if (gate->armed.exchange(false)) {
+      gate->step.set(1);
+      std::unique_lock lock(gate->mutex);
+      gate->changed.wait_for(lock, std::chrono::milliseconds(200), [&] { return gate->destroyed; });
+      gate->destroyed_during_sample = gate->destroyed;
+    }
+    return 0;
+  }
+};
+
+// A tracker that threads share may be destroyed on any of them, also while its owner samples it
+// (print_budgets(), sample_budgets()): the destruction waits for the sample to return. (It did
+// not: the sample went on in the freed tracker, a use after free under AddressSanitizer.)
+TEST(PrintBudgets, ATrackerDestroyedOnAnotherThreadWhileItsOwnerSamplesItWaitsForTheSample) {
+  SampleGate gate;
+  GatedArena arena{&gate};
+  auto* tracked = new poolalloc::Tracked<GatedArena>(arena, 1024);
+  gate.armed = true;
+  std::thread destroyer([&] {
+    gate.step.wait_for(1);
+    delete tracked;
+    const std::lock_guard lock(gate.mutex);
+    gate.destroyed = true;
+    gate.changed.notify_all();
+  });
+  poolalloc::sample_budgets();
+  destroyer.join();
+  EXPECT_TRUE(gate.destroyed);
+  EXPECT_FALSE(gate.destroyed_during_sample);
+}
+
+// A sweep does not wait for a Synchronized arena's lock that another thread holds: it shows the
+// row's last sample. That thread may destroy the tracker under the lock, and the destruction waits
+// for a sample in progress: a sweep waiting for the lock meanwhile would wait forever (it did,
+// once destructions waited for samples; before that, it sampled the freed tracker).
+TEST(PrintBudgets, ShowsTheLastSampleOfASynchronizedArenaWhoseLockAnotherThreadHolds) {
+  poolalloc::Synchronized<poolalloc::Pool<std::uint64_t>> pool(64);
+  auto* tracked = new poolalloc::Tracked(pool, 1024);
+  tracked->set_name("shared");
+  (void)tracked->spawn(1);
+  Step step;
+  std::thread holder([&] {
+    pool.with_lock([&](poolalloc::Pool<std::uint64_t>& inner) {
+      (void)inner.spawn(2);  // on the arena: not sampled yet
+      step.set(1);
+      step.wait_for(2);
+      delete tracked;  // under the lock
+    });
+  });
+  step.wait_for(1);
+  std::ostringstream out;
+  poolalloc::print_budgets(out);
+  step.set(2);
+  holder.join();
+  EXPECT_EQ(out.str(),
+            "arena                                   used        peak      budget  over\n"
+            "shared                                     8           8        1024     0\n");
 }
 
 // As std::pmr::synchronized_pool_resource: one PoolResource behind a lock, a memory_resource

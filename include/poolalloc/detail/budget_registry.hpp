@@ -15,11 +15,13 @@
 // takes it back before its destruction begins. sample_rows_of_this_thread() calls the samplers of
 // the rows created on the calling thread, whose arenas are that thread's to read, one at a time
 // and outside the list's lock, so that a sample's over-budget callback may do anything a tracker's
-// owner may (create, rename or destroy trackers, print them).
+// owner may (create, rename or destroy trackers, print them). A tracker that threads share may be
+// destroyed by another thread meanwhile: its destruction waits for the sample to return.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -86,20 +88,28 @@ class BudgetRow {
       sweep = ++sweeps_;
     }
     for (;;) {
-      const BudgetRow* next = nullptr;
+      Sampling sampling{nullptr, me, nullptr};
       Sampler sampler = nullptr;
       {
         const std::lock_guard lock(list_mutex_);
         for (BudgetRow* row = first_; row != nullptr; row = row->next_) {
           if (row->sampler_ == nullptr || row->owner_ != me || row->swept_ == sweep) continue;
           row->swept_ = sweep;
-          next = row;
+          sampling = {row, me, samplings_};
+          samplings_ = &sampling;
           sampler = row->sampler_;
           break;
         }
       }
-      if (next == nullptr) return;
-      sampler(*next);
+      if (sampling.row == nullptr) return;
+      sampler(*sampling.row);
+      // The row may be gone now (the sample's callback may destroy its tracker): only the record
+      // on this stack is touched.
+      const std::lock_guard lock(list_mutex_);
+      Sampling** link = &samplings_;
+      while (*link != &sampling) link = &(*link)->next;
+      *link = sampling.next;
+      sampled_.notify_all();
     }
   }
 
@@ -167,10 +177,21 @@ class BudgetRow {
   // figures that every change goes through (TrackedResource).
   using Sampler = void (*)(const BudgetRow& row);
   // Under the list's lock: the thread that sweeps may be reading it. Given by a tracker once it is
-  // whole, and taken back (nullptr) before its destruction begins.
+  // whole, and taken back (nullptr) before its destruction begins: then, where another thread is
+  // sampling the row (its owner sweeping, while the thread that destroys a tracker that threads
+  // share takes it back), this waits until that sample returns. The thread that samples the row
+  // itself (its callback destroys the tracker) does not wait: the sweep touches the row no more.
   void set_sampler(Sampler sampler) {
-    const std::lock_guard lock(list_mutex_);
+    std::unique_lock lock(list_mutex_);
     sampler_ = sampler;
+    if (sampler != nullptr) return;
+    const std::thread::id me = std::this_thread::get_id();
+    sampled_.wait(lock, [&] {
+      for (const Sampling* sampling = samplings_; sampling != nullptr; sampling = sampling->next) {
+        if (sampling->row == this && sampling->thread != me) return false;
+      }
+      return true;
+    });
   }
 
   // The largest usage recorded since the last call, the usage now included; the next frame
@@ -206,7 +227,18 @@ class BudgetRow {
     }
   }
 
+  // A sample that a sweep is taking, outside the list's lock: a record on the sweeping thread's
+  // stack, in a list under the list's lock, so that a tracker's destruction on another thread
+  // waits for it (set_sampler).
+  struct Sampling {
+    const BudgetRow* row;
+    std::thread::id thread;
+    Sampling* next;
+  };
+
   static inline std::mutex list_mutex_;
+  static inline std::condition_variable sampled_;  // a Sampling left the list
+  static inline Sampling* samplings_ = nullptr;
   static inline BudgetRow* first_ = nullptr;
   static inline BudgetRow* last_ = nullptr;
   static inline std::uint64_t sweeps_ = 0;  // sample_rows_of_this_thread() calls so far
