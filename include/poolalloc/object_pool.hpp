@@ -87,6 +87,7 @@ class Handle {
 
 template <class T>
 class Pool {
+  static_assert(!std::is_array_v<T>, "Pool<T>: T is an array type; wrap the array in a struct");
   template <class V>
   class BasicIterator;
 

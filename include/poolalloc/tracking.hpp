@@ -342,12 +342,13 @@ inline void sample_budgets() {
 // One line per live tracker (Tracked, TrackedResource), oldest first: name, bytes used, peak,
 // budget, and how many times usage rose above the budget, after sample_budgets(): the figures of
 // the calling thread's trackers are their arenas' at the moment it prints (but a Synchronized
-// arena's whose lock another thread holds), those of other threads' trackers their last sample. The per-frame memory report of a debug overlay; safe
-// while trackers on other threads come, go and sample. The name column
-// fits the longest name a tracker keeps, so that every name leaves the columns aligned. In decimal
-// padded with spaces, whatever the stream was left in; the stream is left as it was.
-// In a program that runs on the drop-in malloc (linked or preloaded, detail/malloc_tags.hpp), a
-// line per registered memory tag follows, "tag:" and its name: its live bytes, its peak, its budget
+// arena's whose lock another thread holds), those of other threads' trackers their last sample. The
+// per-frame memory report of a debug overlay; safe while trackers on other threads come, go and
+// sample. The name column fits the longest name a tracker keeps, so that every name leaves the
+// columns aligned. In decimal padded with spaces, whatever the stream was left in; the stream is
+// left as it was. In a program that runs on the drop-in malloc (linked or preloaded,
+// detail/malloc_tags.hpp), a line per registered memory tag follows, "tag:" and its name: its live
+// bytes, its peak, its budget
 // ("-" when it has none) and how many times it went over it (poolalloc_tag_set_budget). A tag's
 // name longer than the column pushes the figures of its line along.
 inline void print_budgets(std::ostream& out) {

@@ -12,6 +12,7 @@ standard output, compared exactly. Every other block needs a tag of its own (```
 ```cmake, ...): an untagged fence, or a C or C++ block under another name (c++, cxx, cc), is
 an error, so that no example escapes. Compiler messages point into the page (#line).
 Results are kept in the work directory under a digest of everything that goes into them.
+--flag adds a compiler flag (repeatable): a page's examples built without exceptions, say.
 """
 
 import argparse
@@ -95,7 +96,7 @@ def check_block(page, block, options, inputs_digest, expected):
         command = [options.cxx, "-std=c++20"]
     else:
         command = [options.cc, "-std=c11"]
-    command += ["-Wall", "-Wextra", "-Werror", "-O1", "-I", options.include]
+    command += ["-Wall", "-Wextra", "-Werror", "-O1", "-I", options.include] + options.flags
     key = hashlib.sha256("\0".join([source_text, inputs_digest] + command).encode()).hexdigest()
     work = Path(options.work)
     source = work / f"{key[:16]}.{language}"
@@ -141,6 +142,8 @@ def main():
     parser.add_argument("--include", required=True)
     parser.add_argument("--library", required=True)
     parser.add_argument("--work", required=True)
+    parser.add_argument("--flag", dest="flags", action="append", default=[],
+                        help="one more compiler flag (-fno-exceptions, say); may repeat")
     parser.add_argument("page")
     options = parser.parse_args()
     page = Path(options.page)

@@ -157,8 +157,13 @@ TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {
   EXPECT_TRUE(untouched(arena + Pool<Particle>::slot_bytes(), std::end(arena)));
 }
 
-TEST(PoolMemory, ASlotIsTheObjectAndAnEightByteStampRoundedUpToItsAlignment) {
+TEST(PoolMemory, ASlotIsTheObjectAndAnEightByteStampRoundedUpToItsAlignmentAndToEight) {
   static_assert(Pool<Particle>::slot_bytes() == sizeof(Particle) + 8);
+  static_assert(Pool<char>::slot_bytes() == 16);  // 9, rounded up to the stamp's 8
+  struct ThreeInts {
+    int values[3];
+  };
+  static_assert(Pool<ThreeInts>::slot_bytes() == 24);
   struct alignas(64) Line {
     char bytes[64];
   };
