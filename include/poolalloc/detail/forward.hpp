@@ -24,11 +24,12 @@ struct DependentOn {
 };
 }  // namespace poolalloc::detail
 
-// The wrapper's Arena, as a member template taking ARGS names it in its return type.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+// The wrapper's Arena, as a member template taking ARGS names it in its return type (ARGS is a
+// pack's name: it cannot be put in parentheses).
 #define POOLALLOC_ARENA(ARGS) typename ::poolalloc::detail::DependentOn<Arena, ARGS...>::type
 
 // NAME is a member's name and VIA a callee: neither can be put in parentheses.
-// NOLINTBEGIN(bugprone-macro-parentheses)
 // A call that may change what the arena holds: on a non-const wrapper only.
 #define POOLALLOC_FORWARD(ATTR, VIA, NAME)                                                       \
   template <class... Args>                                                                       \
