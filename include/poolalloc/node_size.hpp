@@ -94,8 +94,10 @@ struct WithAllocator<Container<Args...>, Allocator>
 }  // namespace detail
 
 // The layout of the nodes that Container allocates one at a time, whatever allocator it names
-// (the container is probed with its allocator replaced). {0, 0} for a container that keeps no
-// nodes (std::vector, std::deque).
+// (the container is probed with its allocator replaced). {0, 0} for std::vector, which allocates
+// nothing empty and no node ever. Not for std::deque, whose blocks of elements and array of
+// pointers to them are no nodes: what it gives there (libstdc++: the array's pointer) is no block
+// size that a FixedPool could serve it from.
 template <class Container>
 [[nodiscard]] NodeLayout node_layout() {
   using Probe = detail::NodeProbe<typename Container::value_type>;

@@ -88,6 +88,8 @@ class Handle {
 template <class T>
 class Pool {
   static_assert(!std::is_array_v<T>, "Pool<T>: T is an array type; wrap the array in a struct");
+  static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>,
+                "Pool<T>: T is const or volatile; pool the unqualified type");
   template <class V>
   class BasicIterator;
 
@@ -894,7 +896,13 @@ class Pool {
       const Slots target{to, dying_};
       const Slots source{from, &target};
       dying_ = &source;
+      // Meanwhile the source's slot shows the moved object's stamp, not live: handle_of(this)
+      // there, and a walk that visits the dying source, give the handle of the object it became
+      // (a despawn of which is ignored), not the one of the object whose id the slot took.
+      Slot& place = slot_at(from);
+      const Stamp traded = std::exchange(place.stamp, slot_at(to).stamp | Handles::kNotLive);
       object_at(from)->~T();
+      place.stamp = traded;
       dying_ = target.outer;
     }
   }
@@ -953,7 +961,7 @@ class Pool {
     for (const T& object : *this) {
       if (!detail::lists_leak(leak_report_, listed)) break;
       detail::Message message = describe();
-      message << "live object " << static_cast<const void*>(&object)
+      message << "live object " << static_cast<const void*>(std::addressof(object))
               << " destroyed with the pool\n";
       message.write_to_stderr();
       ++listed;

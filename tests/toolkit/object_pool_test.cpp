@@ -59,6 +59,22 @@ struct LoudOnDestruction {
   int value = 0;
 };
 
+// A T that overloads unary & (as handle-like types may): the pool takes an object's address with
+// std::addressof (the leak report, which every pool's destructor compiles, did not).
+struct AmpersandOverloaded {
+  int value = 0;
+  int operator&() const { return 42; }
+};
+
+TEST(Pool, TakesATypeThatOverloadsUnaryAmpersand) {
+  Pool<AmpersandOverloaded> pool(4, Growth::fixed, poolalloc::DebugChecks::on);
+  AmpersandOverloaded* object = pool.spawn();
+  ASSERT_NE(object, nullptr);
+  EXPECT_EQ(pool.get(pool.handle_of(object)), object);
+  pool.despawn(object);
+  EXPECT_EQ(pool.size(), 0u);
+}
+
 TEST(Pool, SpawnForwardsArgumentsToTheConstructor) {
   Pool<Named> pool(4);
   const std::string name = "orc";

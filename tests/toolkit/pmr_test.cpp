@@ -530,6 +530,33 @@ TEST_F(PoolResourceDeathTest, WithDebugChecksADoubleDeallocateIsReported) {
   EXPECT_DEATH(pool.deallocate(block, 16, 8), "FixedPool \"ui\" .*double free");
 }
 
+// Without debug checks, a block given back twice in a row is caught (one compare, as glibc's fast
+// bins catch it), through the memory_resource as a pmr container gives it back.
+TEST_F(PoolResourceDeathTest, ABlockGivenBackTwiceInARowIsReportedAsADoubleFree) {
+  PoolResource pool;
+  pool.set_name("ui");
+  std::pmr::memory_resource& resource = pool;
+  void* block = resource.allocate(40, 8);
+  resource.deallocate(block, 40, 8);
+  EXPECT_DEATH(resource.deallocate(block, 40, 8),
+               "^poolalloc: PoolResource \"ui\": deallocate of 0x[0-9a-f]+, the 40-byte block "
+               "given back last: a double free\n$");
+}
+
+// A block above the largest, which the resource asked of upstream, given back twice: reported
+// (upstream would take it as its own), with debug checks or without.
+TEST_F(PoolResourceDeathTest, ABlockAboveTheLargestGivenBackTwiceIsReported) {
+  for (const auto debug : {poolalloc::DebugChecks::off, poolalloc::DebugChecks::on}) {
+    PoolResource pool(64, 4, std::pmr::get_default_resource(), debug);
+    void* block = pool.allocate(1000, 8);
+    pool.deallocate(block, 1000, 8);
+    EXPECT_DEATH(
+        pool.deallocate(block, 1000, 8),
+        "^poolalloc: PoolResource 0x[0-9a-f]+: deallocate of 0x[0-9a-f]+, above the "
+        "largest block, which it did not hand out or has taken back \\(a double free\\)\n$");
+  }
+}
+
 TEST_F(PoolResourceDeathTest, WithDebugChecksAPointerNotHandedOutIsReported) {
   PoolResource pool(64, 4, std::pmr::get_default_resource(), poolalloc::DebugChecks::on);
   pool.set_name("ui");

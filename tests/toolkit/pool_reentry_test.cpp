@@ -365,6 +365,39 @@ TEST(PoolCompact, AMovedFromObjectThatDespawnsItselfLeavesTheMovedObjectAlive) {
   }
 }
 
+// The moved-from object's destructor in compact() asks for its own handle (handle_of(this)), and
+// walks its pool with each(): both give the handle of the object it became, which resolves to the
+// moved object, and a despawn of it is ignored. (The slot showed the stamp of the object whose id
+// it took in the trade: a stale handle, whose despawn was reported as a misuse.)
+struct AsksItsHandle {
+  static inline Pool<AsksItsHandle>* pool = nullptr;
+  static inline std::vector<Handle<AsksItsHandle>> asked;
+  static inline std::vector<Handle<AsksItsHandle>> walked;
+  AsksItsHandle() = default;
+  AsksItsHandle(AsksItsHandle&&) noexcept = default;
+  ~AsksItsHandle() {
+    const Handle<AsksItsHandle> self = pool->handle_of(this);
+    asked.push_back(self);
+    pool->each([](Handle<AsksItsHandle> handle, AsksItsHandle&) { walked.push_back(handle); });
+    pool->despawn(self);
+  }
+};
+
+TEST(PoolCompact, AMovedFromObjectsHandleIsTheHandleOfTheObjectItBecame) {
+  Pool<AsksItsHandle> pool(4);
+  AsksItsHandle::pool = &pool;
+  AsksItsHandle* hole = pool.spawn();
+  const Handle<AsksItsHandle> moved = pool.handle_of(pool.spawn());
+  pool.despawn(hole);  // asks, walks (both objects) and despawns itself: ignored
+  AsksItsHandle::asked.clear();
+  AsksItsHandle::walked.clear();
+  EXPECT_EQ(pool.compact(), 1u);
+  EXPECT_EQ(AsksItsHandle::asked, std::vector{moved});
+  EXPECT_EQ(AsksItsHandle::walked, (std::vector{moved, moved}));  // the moved one, the dying one
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(pool.get(moved), &*pool.begin());
+}
+
 // Compacts its pool when it dies, or when a walk reaches it.
 struct Compactor {
   static inline int built = 0;

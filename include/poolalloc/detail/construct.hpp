@@ -12,6 +12,9 @@ namespace poolalloc::detail {
 // initialisation (clang before 16).
 template <class T, class... Args>
 T* construct(void* memory, Args&&... args) {
+  static_assert(!std::is_array_v<T>,
+                "poolalloc: an object of an array type: allocate arrays with new_array, or wrap "
+                "the array in a struct");
   if constexpr (std::is_constructible_v<T, Args&&...>) {
     return ::new (memory) T(std::forward<Args>(args)...);
   } else {
