@@ -64,10 +64,10 @@ std::size_t bytes_in_use(const Synchronized<Arena>& arena) {
 inline std::ostream& write_budget(std::ostream& out, std::string_view kind, const BudgetRow& row,
                                   const void* self) {
   const Name name = row.name_copy();
-  const std::size_t used = row.sampled_used();  // before the peak, which is then at least as high
+  const BudgetRow::Shown shown = row.shown();
   const std::size_t over = row.over_budget_count();
   return write_title(out, kind, name.view(), self)
-         << " (budget " << row.budget() << " B): " << used << " B used, peak " << row.peak()
+         << " (budget " << row.budget() << " B): " << shown.used << " B used, peak " << shown.peak
          << " B, over budget " << over << (over == 1 ? " time" : " times");
 }
 
@@ -362,10 +362,11 @@ inline void print_budgets(std::ostream& out) {
       << std::setw(5) << "over"
       << "\n";
   detail::BudgetRow::for_each_row([&out](const detail::BudgetRow& row) {
-    const std::size_t used = row.sampled_used();  // before the peak, which is then at least as high
+    const detail::BudgetRow::Shown shown = row.shown();
     out << std::left << std::setw(name_width) << (row.name().empty() ? "(unnamed)" : row.name())
-        << std::right << ' ' << std::setw(11) << used << ' ' << std::setw(11) << row.peak() << ' '
-        << std::setw(11) << row.budget() << ' ' << std::setw(5) << row.over_budget_count() << "\n";
+        << std::right << ' ' << std::setw(11) << shown.used << ' ' << std::setw(11) << shown.peak
+        << ' ' << std::setw(11) << row.budget() << ' ' << std::setw(5) << row.over_budget_count()
+        << "\n";
   });
   detail::for_each_malloc_tag([&out](const detail::MallocTagRow& tag) {
     out << std::left << std::setw(name_width) << (std::string("tag:") + tag.name) << std::right

@@ -64,6 +64,17 @@ class BudgetRow {
   [[nodiscard]] std::size_t peak() const {
     return std::max(peak_.load(std::memory_order_relaxed), sampled_used());
   }
+  // The usage and the peak for one printed line: the peak never below the usage shown, which a
+  // TrackedResource's threads may raise (a rise counted before its peak) and lower again between
+  // the two reads.
+  struct Shown {
+    std::size_t used;
+    std::size_t peak;
+  };
+  [[nodiscard]] Shown shown() const {
+    const std::size_t used = sampled_used();
+    return {used, std::max(peak(), used)};
+  }
   [[nodiscard]] std::size_t budget() const { return budget_; }
   // How many times usage rose above the budget.
   [[nodiscard]] std::size_t over_budget_count() const {
