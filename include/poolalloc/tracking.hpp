@@ -230,18 +230,13 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
     using Result = decltype(detail::with_arena(*arena_, call));
     std::size_t rose_to = 0;  // the usage that rose above the budget, which is never 0
     const auto sampled = [&](auto& arena) -> Result {
-      const std::size_t used_before = detail::bytes_in_use(arena);
-      if (record(used_before)) rose_to = used_before;
-      const auto sample_after = [&] {
-        const std::size_t used_after = detail::bytes_in_use(arena);
-        if (record(used_after)) rose_to = used_after;
-      };
+      record_usage(arena, rose_to);
       if constexpr (std::is_void_v<Result>) {
         call(arena);
-        sample_after();
+        record_usage(arena, rose_to);
       } else {
         Result result = call(arena);
-        sample_after();
+        record_usage(arena, rose_to);
         return result;
       }
     };
@@ -272,12 +267,18 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
   // (BudgetRow::set_sampler): a sample waiting for that lock would wait forever.
   static void sample_row(const BudgetRow& row) {
     const auto& tracked = static_cast<const Tracked&>(row);
-    std::size_t rose_to = 0;  // the usage that rose above the budget, which is never 0
-    detail::try_with_arena(*tracked.arena_, [&](const auto& arena) {
-      const std::size_t used = detail::bytes_in_use(arena);
-      if (tracked.record(used)) rose_to = used;
-    });
+    std::size_t rose_to = 0;
+    detail::try_with_arena(*tracked.arena_,
+                           [&](const auto& arena) { tracked.record_usage(arena, rose_to); });
     if (rose_to != 0) tracked.over_budget(rose_to);
+  }
+
+  // A sample of the arena's usage (the wrapped one, under its lock over a Synchronized arena);
+  // `rose_to` becomes the usage where it rose above the budget.
+  template <class Inner>
+  void record_usage(const Inner& arena, std::size_t& rose_to) const {
+    const std::size_t used = detail::bytes_in_use(arena);
+    if (record(used)) rose_to = used;
   }
 
   Arena* arena_;  // null once moved from
