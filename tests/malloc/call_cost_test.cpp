@@ -137,19 +137,28 @@ long long thread_cpu_ns() {
 // pairs, among which the calls that run the steps the peak calls for. Each pair takes under
 // 5 ms of CPU, under a third of a frame at 60 frames a second (glibc's worst on this pattern,
 // 0.1 to 1.7 ms); one whole step in one call, the central stacks and the free pages of the peak,
-// took 13 to 22 ms.
+// took 13 to 22 ms. The kernel's share of a call's CPU time (the pages a step gives back) grows
+// when other tests fill and free memory beside it: once, under CI's load, one pair took 7.7 ms.
+// So the figure is the least of up to three bursts' slowest pairs, as the level changes take the
+// fewest faults of three: a step that does too much in one call does it in every burst.
 TEST(CallCost, NoCallOfASingleThreadedProgramTakesAFrameToRunADecayStep) {
-  ASSERT_TRUE(burst_freed_in_random_order(size_t{128} << 20, poolalloc_test::test_seed(12)));
-  long long worst = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-  while (std::chrono::steady_clock::now() < until) {
-    for (size_t i = 0; i < 256; ++i) {
-      const long long before = thread_cpu_ns();
-      free(malloc(opaque(size_t{48} + 16 * (i % 8))));
-      worst = std::max(worst, thread_cpu_ns() - before);
+  long long least_worst = LLONG_MAX;
+  for (int burst = 0; burst < 3 && least_worst >= 5000000; ++burst) {
+    ASSERT_TRUE(
+        burst_freed_in_random_order(size_t{128} << 20, poolalloc_test::test_seed(12) + burst));
+    long long worst = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < until) {
+      for (size_t i = 0; i < 256; ++i) {
+        const long long before = thread_cpu_ns();
+        free(malloc(opaque(size_t{48} + 16 * (i % 8))));
+        worst = std::max(worst, thread_cpu_ns() - before);
+      }
     }
+    least_worst = std::min(least_worst, worst);
   }
-  EXPECT_LT(worst, 5000000) << "the slowest malloc/free pair took " << worst / 1000 << " us of CPU";
+  EXPECT_LT(least_worst, 5000000) << "the slowest malloc/free pair took " << least_worst / 1000
+                                  << " us of CPU";
 }
 
 // The same change in a program with its main thread alone, which has no decay thread: the first
