@@ -40,12 +40,12 @@ struct Table {
 };
 
 // What a sample and the free of a sampled block read and write besides the tables, together in
-// one page (1024 divides the page size and the whole is smaller), rather than spread over three
+// one page (2048 divides the page size and the whole is smaller), rather than spread over three
 // pages of .bss with the deferred frees' 128 KiB between them: the scalars in two cache lines, and
 // those not at the page's start, which the first line of every page-aligned block of a program
 // maps to the same cache set as (bench's sweep of 16 KiB blocks: 4 times the L1 misses there).
 // Under `lock` but for the atomics.
-struct alignas(1024) Samples {
+struct alignas(2048) Samples {
   SpareBlock spares[kMostSpareBlocks]{};  // the oldest first
   Lock lock;
   std::atomic<std::uint32_t> deferred_count{0};  // g_deferred_forgets's, below
@@ -62,7 +62,7 @@ struct alignas(1024) Samples {
   std::uint32_t spare_count = 0;
   std::size_t spare_bytes = 0;
 };
-static_assert(sizeof(Samples) <= 1024, "one page");
+static_assert(sizeof(Samples) <= 2048, "one page");
 constinit Samples g_samples;
 
 constexpr std::uint32_t kFirstCapacity = 1024;

@@ -116,6 +116,8 @@ TEST(HeapSamples, AReallocatedSampledBlockIsForgottenNotKept) {
 }
 
 TEST(HeapSamples, SpareBlocksAreAtMostTheirCountAndTheirBytes) {
+  static_assert(kMostSpareBlocks == 64 && kMostSpareBytes == 1024 * 1024,
+                "docs/profiling.md gives the room for spare blocks: 64 blocks and 1 MiB in all");
   // 4 KiB blocks: the count bounds them.
   for (std::uintptr_t i = 0; i <= kMostSpareBlocks; ++i)
     record_spareable(0x100000 + i * 0x1000, 4096);
