@@ -25,6 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "off_page_start.hpp"
+
 namespace poolalloc::internal {
 
 // The bytes at the start of a free block that hold its mark (and an orphan's link): what must
@@ -32,7 +34,8 @@ namespace poolalloc::internal {
 inline constexpr std::size_t kFreeBlockHeader = 2 * sizeof(std::uintptr_t);
 
 // Its lower half is never 0 once chosen.
-inline constinit std::uintptr_t g_free_block_key = 0;
+inline constinit OffPageStart<std::uintptr_t> g_free_block_key_off_page_start;
+inline constinit std::uintptr_t& g_free_block_key = g_free_block_key_off_page_start.value;
 
 // Chooses the key (getrandom, or the kernel's AT_RANDOM bytes hashed); once, at
 // initialisation, before any block is handed out. Allocates nothing.

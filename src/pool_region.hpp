@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "bins.hpp"
+#include "off_page_start.hpp"
 #include "os.hpp"
 #include "span_blocks.hpp"
 
@@ -108,7 +109,8 @@ constexpr std::uint32_t run_blocks(std::uint32_t block_size) {
 }
 static_assert(kSpanSize / 4096 <= 32, "Span::written_pages has a bit per page");
 
-inline constinit PoolRegion g_region;
+inline constinit OffPageStart<PoolRegion> g_region_off_page_start;
+inline constinit PoolRegion& g_region = g_region_off_page_start.value;
 
 inline bool region_owns(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p) - g_region.base <
