@@ -704,11 +704,12 @@ class FixedPool {
 
 // `FixedPool "bullets" (block 64 B): 3 used, 1021 free of 1024, peak 10, 1 chunk, debug checks off`
 inline std::ostream& operator<<(std::ostream& out, const FixedPool& pool) {
-  const detail::DecimalOutput decimal(out);
-  detail::write_title(out, "FixedPool", pool.name(), &pool)
-      << " (block " << pool.block_size() << " B): " << pool.used_count() << " used, "
-      << pool.free_count() << " free of " << pool.capacity() << ", peak " << pool.peak_used();
-  return detail::write_chunks_and_checks(out, pool.chunk_count(), pool.debug_checks());
+  return detail::write_line(out, [&pool](std::ostream& line) {
+    detail::write_title(line, "FixedPool", pool.name(), &pool)
+        << " (block " << pool.block_size() << " B): " << pool.used_count() << " used, "
+        << pool.free_count() << " free of " << pool.capacity() << ", peak " << pool.peak_used();
+    detail::write_chunks_and_checks(line, pool.chunk_count(), pool.debug_checks());
+  });
 }
 
 }  // namespace poolalloc

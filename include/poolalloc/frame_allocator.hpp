@@ -89,8 +89,9 @@ class DoubleBufferedFrameAllocator {
 
   // `DoubleBufferedFrameAllocator, current frame: FrameAllocator "draw list": 100 of 1024 B ...`
   friend std::ostream& operator<<(std::ostream& out, const DoubleBufferedFrameAllocator& frames) {
-    return out << "DoubleBufferedFrameAllocator, current frame: "
-               << frames.frames_[frames.current_];
+    return detail::write_line(out, [&frames](std::ostream& line) {
+      line << "DoubleBufferedFrameAllocator, current frame: " << frames.frames_[frames.current_];
+    });
   }
 
  private:

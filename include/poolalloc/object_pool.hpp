@@ -437,12 +437,13 @@ class Pool {
 
   // `Pool "particles" (object 64 B): 10 live, 54 free of 64, peak 12, 1 chunk, debug checks off`
   friend std::ostream& operator<<(std::ostream& out, const Pool& pool) {
-    const detail::DecimalOutput decimal(out);
-    detail::write_title(out, "Pool", pool.name(), &pool)
-        << " (object " << sizeof(T) << " B): " << pool.size() << " live, "
-        << pool.capacity() - pool.size() << " free of " << pool.capacity() << ", peak "
-        << pool.peak();
-    return detail::write_chunks_and_checks(out, pool.chunk_count(), pool.debug_checks());
+    return detail::write_line(out, [&pool](std::ostream& line) {
+      detail::write_title(line, "Pool", pool.name(), &pool)
+          << " (object " << sizeof(T) << " B): " << pool.size() << " live, "
+          << pool.capacity() - pool.size() << " free of " << pool.capacity() << ", peak "
+          << pool.peak();
+      detail::write_chunks_and_checks(line, pool.chunk_count(), pool.debug_checks());
+    });
   }
 
  private:

@@ -142,21 +142,30 @@ class PoolResource final : public std::pmr::memory_resource {
   [[nodiscard]] std::pmr::memory_resource* upstream() const { return upstream_; }
 
   // `PoolResource "ui": 514 B used, 17665 B reserved, 16 B blocks 1 of 64, 256 B blocks 1 of 64,
-  // 1 block upstream, debug checks off`: each pool in use, its blocks used of those it holds.
+  // 1 block upstream, debug checks off`: each block size in use, smallest first, its blocks used
+  // of those the resource holds. A power of two up to kLargestStep has two pools (the step's, and
+  // the one for larger alignments and for 0 bytes): one entry for both.
   friend std::ostream& operator<<(std::ostream& out, const PoolResource& resource) {
-    const detail::DecimalOutput decimal(out);
-    detail::write_title(out, "PoolResource", resource.name(), &resource)
-        << ": " << resource.used() << " B used, " << resource.reserved() << " B reserved";
-    for (std::size_t i = 0; i < resource.pool_count(); ++i) {
-      const FixedPool& pool = resource.pools_[i];
-      if (pool.capacity() > 0) {
-        out << ", " << pool.block_size() << " B blocks "
-            << pool.used_count() - resource.freed_[i].count << " of " << pool.capacity();
+    return detail::write_line(out, [&resource](std::ostream& line) {
+      detail::write_title(line, "PoolResource", resource.name(), &resource)
+          << ": " << resource.used() << " B used, " << resource.reserved() << " B reserved";
+      for (std::size_t i = 0; i < resource.pool_count(); ++i) {
+        const std::size_t size = block_size_of(i);
+        if (i >= kStepPools && size <= kLargestStep) continue;  // with the step pool of its size
+        std::size_t used = resource.blocks_used(i);
+        std::size_t held = resource.pools_[i].capacity();
+        const std::size_t twin =
+            kStepPools + static_cast<std::size_t>(std::countr_zero(size / kSmallestBlock));
+        if (i < kStepPools && std::has_single_bit(size) && twin < resource.pool_count()) {
+          used += resource.blocks_used(twin);
+          held += resource.pools_[twin].capacity();
+        }
+        if (held > 0) line << ", " << size << " B blocks " << used << " of " << held;
       }
-    }
-    const std::size_t upstream = resource.upstream_blocks_.size();
-    return out << ", " << upstream << (upstream == 1 ? " block" : " blocks")
-               << " upstream, debug checks " << (resource.debug_checks() ? "on" : "off");
+      const std::size_t upstream = resource.upstream_blocks_.size();
+      line << ", " << upstream << (upstream == 1 ? " block" : " blocks")
+           << " upstream, debug checks " << (resource.debug_checks() ? "on" : "off");
+    });
   }
 
  private:
@@ -224,6 +233,11 @@ class PoolResource final : public std::pmr::memory_resource {
     return index >= kStepPools           ? block
            : block % kStepAlignment == 0 ? kStepAlignment
                                          : kSmallestBlock;
+  }
+  // The blocks of pool `index` handed out and not given back (those waiting on its stack of freed
+  // blocks count as given back).
+  [[nodiscard]] std::size_t blocks_used(std::size_t index) const {
+    return pools_[index].used_count() - freed_[index].count;
   }
   [[nodiscard]] std::size_t pool_count() const {
     return kStepPools +

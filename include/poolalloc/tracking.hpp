@@ -212,9 +212,10 @@ class Tracked final : public detail::ResourceBase<Arena, Tracked<Arena>>, public
     stream << arena;
   }
   {
-    const detail::DecimalOutput decimal(out);
     tracked.sample();
-    return detail::write_budget(out, "Tracked", tracked, &tracked) << "; " << *tracked.arena_;
+    return detail::write_line(out, [&tracked](std::ostream& line) {
+      detail::write_budget(line, "Tracked", tracked, &tracked) << "; " << *tracked.arena_;
+    });
   }
 
  private:
@@ -309,8 +310,9 @@ class TrackedResource final : public std::pmr::memory_resource, public detail::B
 
   // `TrackedResource "ui" (budget 65536 B): 1200 B used, peak 4096 B, over budget 0 times`
   friend std::ostream& operator<<(std::ostream& out, const TrackedResource& tracked) {
-    const detail::DecimalOutput decimal(out);
-    return detail::write_budget(out, "TrackedResource", tracked, &tracked);
+    return detail::write_line(out, [&tracked](std::ostream& line) {
+      detail::write_budget(line, "TrackedResource", tracked, &tracked);
+    });
   }
 
  private:

@@ -104,7 +104,7 @@ TEST(PoolResource, ServesRequestsUpTo128BytesFromBlocksOf8ByteSteps) {
   out << pool;
   EXPECT_EQ(out.str(),
             "PoolResource \"ui\": 244 B used, 1152 B reserved, 8 B blocks 1 of 4, 40 B blocks 1 of "
-            "4, 48 B blocks 1 of 4, 128 B blocks 1 of 4, 64 B blocks 1 of 4, 0 blocks upstream, "
+            "4, 48 B blocks 1 of 4, 64 B blocks 1 of 4, 128 B blocks 1 of 4, 0 blocks upstream, "
             "debug checks off");
   pool.deallocate(over_aligned, 40, 64);
   pool.deallocate(hundred_twenty_eight, 121, 8);
@@ -460,6 +460,28 @@ TEST(PoolResource, DestructionGivesBackWhatWasNeverDeallocated) {
     (void)kept;
   }
   EXPECT_EQ((upstream.allocations - upstream.deallocations), 0);
+}
+
+// 0 bytes and 8 bytes take two pools of 8-byte blocks, 32 bytes aligned to 8 and to 32 two of
+// 32-byte blocks: the line has one entry for each size, smallest first.
+TEST(PoolResource, PrintsEachBlockSizeInUseOnceSmallestFirst) {
+  PoolResource pool(256, 4);
+  void* zero = pool.allocate(0, 8);
+  void* eight = pool.allocate(8, 8);
+  void* thirty_two = pool.allocate(32, 8);
+  void* thirty_two_aligned = pool.allocate(32, 32);
+  void* two_hundred = pool.allocate(200, 8);
+  std::ostringstream out;
+  out << pool;
+  EXPECT_NE(out.str().find(": 272 B used, 1344 B reserved, 8 B blocks 2 of 8, 32 B blocks 2 of 8, "
+                           "256 B blocks 1 of 4, 0 blocks upstream"),
+            std::string::npos)
+      << out.str();
+  pool.deallocate(two_hundred, 200, 8);
+  pool.deallocate(thirty_two_aligned, 32, 32);
+  pool.deallocate(thirty_two, 32, 8);
+  pool.deallocate(eight, 8, 8);
+  pool.deallocate(zero, 0, 8);
 }
 
 TEST(PoolResource, PrintsItsStateAndEachPoolInUseInOneLine) {

@@ -124,4 +124,45 @@ TEST(Toolkit, EveryAllocatorPrintsInDecimalWhateverTheStreamWasLeftIn) {
   resource.release();
 }
 
+// Printed after std::setw: the whole line padded with the stream's fill, on the left or, with
+// std::left, on the right, as a number would be.
+template <class Allocator>
+void expect_the_whole_line_padded(const Allocator& allocator) {
+  std::ostringstream fresh;
+  fresh << allocator;
+  const std::size_t width = fresh.str().size() + 7;
+  std::ostringstream right;
+  right << std::setfill('.') << std::setw(static_cast<int>(width)) << allocator << '|';
+  EXPECT_EQ(right.str(), "......." + fresh.str() + "|");
+  std::ostringstream left;
+  left << std::left << std::setw(static_cast<int>(width)) << allocator << '|';
+  EXPECT_EQ(left.str(), fresh.str() + "       |");
+}
+
+TEST(Toolkit, AWidthSetOnTheStreamPadsTheWholeLine) {
+  poolalloc::FixedPool blocks(16, 1000);
+  poolalloc::Pool<int> pool(1000);
+  poolalloc::FrameAllocator frame(1000);
+  poolalloc::DoubleBufferedFrameAllocator frames(1000);
+  poolalloc::StackAllocator stack(1000);
+  poolalloc::PoolResource resource;
+  poolalloc::Synchronized<poolalloc::FixedPool> shared(16, 1000);
+  poolalloc::Tracked tracked(blocks, 4096);
+  poolalloc::TrackedResource tracked_resource(&resource, 4096);
+  blocks.set_name("bullets");
+  (void)pool.spawn(1);
+  (void)frame.allocate(1);
+  (void)resource.allocate(8);
+  expect_the_whole_line_padded(blocks);
+  expect_the_whole_line_padded(pool);
+  expect_the_whole_line_padded(frame);
+  expect_the_whole_line_padded(frames);
+  expect_the_whole_line_padded(stack);
+  expect_the_whole_line_padded(resource);
+  expect_the_whole_line_padded(shared);
+  expect_the_whole_line_padded(tracked);
+  expect_the_whole_line_padded(tracked_resource);
+  resource.release();
+}
+
 }  // namespace

@@ -169,9 +169,10 @@ class BumpRegion {
 
   // `FrameAllocator "scratch": 300 of 65536 B used, peak 1200 B`
   std::ostream& print(std::ostream& out) const {
-    const DecimalOutput decimal(out);
-    return write_title(out, kind_, name(), this)
-           << ": " << used() << " of " << capacity() << " B used, peak " << peak() << " B";
+    return write_line(out, [this](std::ostream& line) {
+      write_title(line, kind_, name(), this)
+          << ": " << used() << " of " << capacity() << " B used, peak " << peak() << " B";
+    });
   }
 
  private:

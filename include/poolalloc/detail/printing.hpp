@@ -6,6 +6,7 @@
 #include <ios>
 #include <locale>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 
 namespace poolalloc::detail {
@@ -34,6 +35,26 @@ class DecimalOutput {
   char fill_;
   std::locale locale_;
 };
+
+// Writes the state line that write(line) writes to `line`, as one field: a width set on `out`
+// (std::setw) pads the whole line, with out's fill and adjustment, as the standard's operator<< of
+// std::complex pads the number, where it would pad the line's first word alone. Numbers in
+// decimal, in the classic locale, either way (DecimalOutput). Without a width, written to `out`
+// directly, allocating nothing.
+template <class Write>
+std::ostream& write_line(std::ostream& out, Write&& write) {
+  if (out.width() == 0) {
+    const DecimalOutput decimal(out);
+    write(out);
+    return out;
+  }
+  std::ostringstream line;
+  {
+    const DecimalOutput decimal(line);
+    write(static_cast<std::ostream&>(line));
+  }
+  return out << std::move(line).str();
+}
 
 // `FixedPool "bullets"`, or `FixedPool 0x7f...` for an allocator without a name.
 template <class Out>
