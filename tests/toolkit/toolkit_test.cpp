@@ -82,87 +82,81 @@ TEST(Toolkit, EveryAllocatorCopiesItsNameAndShowsIt) {
   EXPECT_EQ(tracked.name(), "bullets of the second wave, and");
 }
 
+// One of each allocator and wrapper that prints a line, each with memory in use, for the tests of
+// those lines.
+struct EveryPrinter {
+  poolalloc::FixedPool blocks{16, 1000};
+  poolalloc::Pool<int> pool{1000};
+  poolalloc::FrameAllocator frame{1000};
+  poolalloc::DoubleBufferedFrameAllocator frames{1000};
+  poolalloc::StackAllocator stack{1000};
+  poolalloc::PoolResource resource;
+  poolalloc::Synchronized<poolalloc::FixedPool> shared{16, 1000};
+  poolalloc::Tracked<poolalloc::FixedPool> tracked{blocks, 65536};
+  poolalloc::TrackedResource tracked_resource{&resource, 65536};
+
+  EveryPrinter() {
+    blocks.set_name("bullets");
+    for (int i = 0; i < 300; ++i) {
+      (void)blocks.allocate();
+      (void)pool.spawn(i);
+      (void)frame.allocate(1);
+      (void)frames.allocate(1);
+      (void)stack.allocate(1);
+      (void)resource.allocate(8);
+      (void)shared.allocate();
+    }
+  }
+  EveryPrinter(const EveryPrinter&) = delete;
+  EveryPrinter& operator=(const EveryPrinter&) = delete;
+  ~EveryPrinter() { resource.release(); }
+
+  template <class F>
+  void each(F&& f) const {
+    f(blocks);
+    f(pool);
+    f(frame);
+    f(frames);
+    f(stack);
+    f(resource);
+    f(shared);
+    f(tracked);
+    f(tracked_resource);
+  }
+};
+
 // Printed into a stream left in hexadecimal with another fill, as a program's own output may leave
 // it: the same line as into a fresh stream, and the stream as it was after.
-template <class Allocator>
-void expect_decimal_whatever_the_stream(const Allocator& allocator) {
-  std::ostringstream fresh;
-  fresh << allocator;
-  std::ostringstream hexadecimal;
-  hexadecimal << std::hex << std::setfill('*') << std::setw(4);
-  hexadecimal << allocator;
-  EXPECT_EQ(hexadecimal.str(), fresh.str());
-  hexadecimal.str("");
-  hexadecimal << std::setw(4) << 255;
-  EXPECT_EQ(hexadecimal.str(), "**ff");
-}
-
 TEST(Toolkit, EveryAllocatorPrintsInDecimalWhateverTheStreamWasLeftIn) {
-  poolalloc::FixedPool blocks(16, 1000);
-  poolalloc::Pool<int> pool(1000);
-  poolalloc::FrameAllocator frame(1000);
-  poolalloc::DoubleBufferedFrameAllocator frames(1000);
-  poolalloc::StackAllocator stack(1000);
-  poolalloc::PoolResource resource;
-  poolalloc::Synchronized<poolalloc::FixedPool> shared(16, 1000);
-  for (int i = 0; i < 300; ++i) {
-    (void)blocks.allocate();
-    (void)pool.spawn(i);
-    (void)frame.allocate(1);
-    (void)frames.allocate(1);
-    (void)stack.allocate(1);
-    (void)resource.allocate(8);
-    (void)shared.allocate();
-  }
-  expect_decimal_whatever_the_stream(blocks);
-  expect_decimal_whatever_the_stream(pool);
-  expect_decimal_whatever_the_stream(frame);
-  expect_decimal_whatever_the_stream(frames);
-  expect_decimal_whatever_the_stream(stack);
-  expect_decimal_whatever_the_stream(resource);
-  expect_decimal_whatever_the_stream(shared);
-  resource.release();
+  const EveryPrinter printers;
+  printers.each([](const auto& allocator) {
+    std::ostringstream fresh;
+    fresh << allocator;
+    std::ostringstream hexadecimal;
+    hexadecimal << std::hex << std::setfill('*') << std::setw(4);
+    hexadecimal << allocator;
+    EXPECT_EQ(hexadecimal.str(), fresh.str());
+    hexadecimal.str("");
+    hexadecimal << std::setw(4) << 255;
+    EXPECT_EQ(hexadecimal.str(), "**ff");
+  });
 }
 
 // Printed after std::setw: the whole line padded with the stream's fill, on the left or, with
 // std::left, on the right, as a number would be.
-template <class Allocator>
-void expect_the_whole_line_padded(const Allocator& allocator) {
-  std::ostringstream fresh;
-  fresh << allocator;
-  const std::size_t width = fresh.str().size() + 7;
-  std::ostringstream right;
-  right << std::setfill('.') << std::setw(static_cast<int>(width)) << allocator << '|';
-  EXPECT_EQ(right.str(), "......." + fresh.str() + "|");
-  std::ostringstream left;
-  left << std::left << std::setw(static_cast<int>(width)) << allocator << '|';
-  EXPECT_EQ(left.str(), fresh.str() + "       |");
-}
-
 TEST(Toolkit, AWidthSetOnTheStreamPadsTheWholeLine) {
-  poolalloc::FixedPool blocks(16, 1000);
-  poolalloc::Pool<int> pool(1000);
-  poolalloc::FrameAllocator frame(1000);
-  poolalloc::DoubleBufferedFrameAllocator frames(1000);
-  poolalloc::StackAllocator stack(1000);
-  poolalloc::PoolResource resource;
-  poolalloc::Synchronized<poolalloc::FixedPool> shared(16, 1000);
-  poolalloc::Tracked tracked(blocks, 4096);
-  poolalloc::TrackedResource tracked_resource(&resource, 4096);
-  blocks.set_name("bullets");
-  (void)pool.spawn(1);
-  (void)frame.allocate(1);
-  (void)resource.allocate(8);
-  expect_the_whole_line_padded(blocks);
-  expect_the_whole_line_padded(pool);
-  expect_the_whole_line_padded(frame);
-  expect_the_whole_line_padded(frames);
-  expect_the_whole_line_padded(stack);
-  expect_the_whole_line_padded(resource);
-  expect_the_whole_line_padded(shared);
-  expect_the_whole_line_padded(tracked);
-  expect_the_whole_line_padded(tracked_resource);
-  resource.release();
+  const EveryPrinter printers;
+  printers.each([](const auto& allocator) {
+    std::ostringstream fresh;
+    fresh << allocator;
+    const auto width = static_cast<int>(fresh.str().size()) + 7;
+    std::ostringstream right;
+    right << std::setfill('.') << std::setw(width) << allocator << '|';
+    EXPECT_EQ(right.str(), "......." + fresh.str() + "|");
+    std::ostringstream left;
+    left << std::left << std::setw(width) << allocator << '|';
+    EXPECT_EQ(left.str(), fresh.str() + "       |");
+  });
 }
 
 }  // namespace
