@@ -12,8 +12,9 @@
 
 namespace poolalloc::internal {
 
-// The coefficients of both series, worked out by the compiler: multiplications by them in
-// Horner's form, where dividing term by term cost a division per term (some 20 cycles each).
+// The coefficients of both series, worked out by the compiler: multiplications by them (in a tree
+// for the logarithm's, below; in Horner's form for the exponential's), where dividing term by term
+// cost a division per term (some 20 cycles each).
 inline constexpr auto kOddReciprocals = [] {  // 1/1, 1/3, 1/5, ...
   std::array<double, 8> c{};
   for (std::size_t k = 0; k < c.size(); ++k) c[k] = 1.0 / static_cast<double>(2 * k + 1);
