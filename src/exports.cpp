@@ -26,11 +26,11 @@ std::size_t page_size() {
 
 }  // namespace
 
-POOLALLOC_EXPORT void* malloc(std::size_t size) {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void* malloc(std::size_t size) {
   return Heap::malloc(size, CALLER);
 }
 
-POOLALLOC_EXPORT void free(void* p) {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void free(void* p) {
   Heap::free(p, CALLER);
 }
 

@@ -152,10 +152,10 @@ void* aligned_nothrow(std::size_t size, std::align_val_t alignment, const void* 
 
 }  // namespace
 
-POOLALLOC_EXPORT void* operator new(std::size_t size) {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void* operator new(std::size_t size) {
   return plain(size, CALLER);
 }
-POOLALLOC_EXPORT void* operator new[](std::size_t size) {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void* operator new[](std::size_t size) {
   return plain(size, CALLER);
 }
 POOLALLOC_EXPORT void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
@@ -179,10 +179,10 @@ POOLALLOC_EXPORT void* operator new[](std::size_t size, std::align_val_t alignme
   return aligned_nothrow(size, alignment, CALLER);
 }
 
-POOLALLOC_EXPORT void operator delete(void* p) noexcept {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void operator delete(void* p) noexcept {
   Heap::free(p, CALLER);
 }
-POOLALLOC_EXPORT void operator delete[](void* p) noexcept {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void operator delete[](void* p) noexcept {
   Heap::free(p, CALLER);
 }
 POOLALLOC_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept {
@@ -191,10 +191,10 @@ POOLALLOC_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept {
 POOLALLOC_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept {
   Heap::free(p, CALLER);
 }
-POOLALLOC_EXPORT void operator delete(void* p, std::size_t size) noexcept {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void operator delete(void* p, std::size_t size) noexcept {
   Heap::sized_free(p, size, CALLER);
 }
-POOLALLOC_EXPORT void operator delete[](void* p, std::size_t size) noexcept {
+POOLALLOC_EXPORT POOLALLOC_LINE_ALIGNED void operator delete[](void* p, std::size_t size) noexcept {
   Heap::sized_free(p, size, CALLER);
 }
 POOLALLOC_EXPORT void operator delete(void* p, std::align_val_t) noexcept {

@@ -60,6 +60,16 @@ inline constexpr bool kHeapProfile = POOLALLOC_LINUX;
 #define POOLALLOC_THREAD_WORD(type) POOLALLOC_THREAD_LOCAL type
 #endif
 
+// A hot entry point (malloc, free, the plain operator new and delete), started at a cache line's
+// start, so that its fast path spans as few lines and fetch windows as it can whatever code the
+// linker puts before it: a malloc that a change elsewhere had moved 48 bytes into a line ran the
+// timing suite's sweep-16 6 % slower (97.6 ms against 92.2, the same code aligned).
+#if defined(__GNUC__)
+#define POOLALLOC_LINE_ALIGNED __attribute__((aligned(64)))
+#else
+#define POOLALLOC_LINE_ALIGNED
+#endif
+
 // What a shared library exports: every symbol is hidden but these (ELF). A Windows static
 // library has no such notion.
 #if defined(__ELF__)

@@ -2,6 +2,8 @@
 #  - every required symbol is defined, GLOBAL, with DEFAULT visibility;
 #  - no __libc_* name is defined (we forward to glibc's through them);
 #  - nothing else is exported: the internals are hidden;
+#  - the hot entry points (malloc, free, the plain operator new and delete) start a cache line
+#    (POOLALLOC_LINE_ALIGNED, platform.hpp);
 #  - the library depends on the C library alone: no C++ runtime, which a C program would load
 #    for nothing (exports_new_delete.cpp hands a failed operator new to the program's).
 # Usage: cmake -DLIBRARY=<path to the library> [-DREADELF=<readelf>] -P check_exports.cmake
@@ -29,6 +31,7 @@ set(required_cxx
   _ZdlPvSt11align_val_t _ZdaPvSt11align_val_t
   _ZdlPvSt11align_val_tRKSt9nothrow_t _ZdaPvSt11align_val_tRKSt9nothrow_t
   _ZdlPvmSt11align_val_t _ZdaPvmSt11align_val_t)
+set(line_aligned malloc free _Znwm _Znam _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm)
 # Optional extras the checklist allows (§1.1: MAY/SHOULD), and what the toolchain adds.
 set(optional cfree free_sized free_aligned_sized mallopt _init _fini)
 set(allowed_needed libc.so.6 ld-linux-x86-64.so.2)
@@ -44,19 +47,26 @@ string(REPLACE "\n" ";" lines "${symtab}")
 set(defined "")
 set(errors "")
 foreach(line IN LISTS lines)
-  if(NOT line MATCHES "^ *[0-9]+: +[0-9a-f]+ +[0-9a-fx]+ +([A-Z_]+) +([A-Z_]+) +([A-Z_]+) +([A-Z0-9_]+) +([^ ]+)")
+  if(NOT line MATCHES "^ *[0-9]+: +([0-9a-f]+) +[0-9a-fx]+ +([A-Z_]+) +([A-Z_]+) +([A-Z_]+) +([A-Z0-9_]+) +([^ ]+)")
     continue()
   endif()
-  set(type ${CMAKE_MATCH_1})
-  set(bind ${CMAKE_MATCH_2})
-  set(vis ${CMAKE_MATCH_3})
-  set(ndx ${CMAKE_MATCH_4})
-  string(REGEX REPLACE "@.*" "" name "${CMAKE_MATCH_5}")
+  set(value ${CMAKE_MATCH_1})
+  set(type ${CMAKE_MATCH_2})
+  set(bind ${CMAKE_MATCH_3})
+  set(vis ${CMAKE_MATCH_4})
+  set(ndx ${CMAKE_MATCH_5})
+  string(REGEX REPLACE "@.*" "" name "${CMAKE_MATCH_6}")
   # Skip imports, the local null entry and version-definition symbols.
   if(ndx STREQUAL "UND" OR ndx STREQUAL "ABS" OR bind STREQUAL "LOCAL" OR type STREQUAL "SECTION")
     continue()
   endif()
   list(APPEND defined ${name})
+  if(name IN_LIST line_aligned)
+    math(EXPR offset "0x${value} % 64")
+    if(NOT offset EQUAL 0)
+      string(APPEND errors "  ${name} starts ${offset} bytes into a cache line, not at its start\n")
+    endif()
+  endif()
   set(bind_of_${name} ${bind})
   set(vis_of_${name} ${vis})
   if(name MATCHES "^__libc_")
