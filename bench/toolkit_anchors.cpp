@@ -16,7 +16,8 @@
 //   resolve: 1,000,000 handles drawn at random from 100,000 live entities, each resolved (and,
 //            in the _read variants, one field of the entity read); items are handles. Against
 //            the classic slot map and a packed one, written below.
-//   grown:   a growable Pool<T> grown from 64 slots by spawning 100,000 entities (12 chunks),
+//   grown:   a growable Pool<T> grown from 64 slots by spawning 100,000 entities (12 chunks, in
+//            its reserved range; and with Growth::growable_from_new, from operator new),
 //            against one created at the capacity that reached: iterate over, and resolve the
 //            handles of, the 50,000 left after a random half was despawned (items are objects),
 //            and a spawn burst of 100,000 into the empty pool, cleared after (items are spawns).
@@ -396,15 +397,18 @@ void resolve_packed_slot_map_get_read(benchmark::State& state) {
 
 constexpr int kGrownObjects = 100'000;
 
+template <poolalloc::Growth kGrowth>
 poolalloc::Pool<Entity> grown_pool() {
-  poolalloc::Pool<Entity> pool(64, poolalloc::Growth::growable);
+  poolalloc::Pool<Entity> pool(64, kGrowth);
   for (int i = 0; i < kGrownObjects; ++i) (void)pool.spawn(static_cast<std::uint32_t>(i));
   pool.clear();
   return pool;
 }
+constexpr auto grown_in_place = grown_pool<poolalloc::Growth::growable>;
+constexpr auto grown_from_new = grown_pool<poolalloc::Growth::growable_from_new>;
 
 poolalloc::Pool<Entity> full_size_pool() {
-  static const std::size_t capacity = grown_pool().capacity();
+  static const std::size_t capacity = grown_in_place().capacity();
   return poolalloc::Pool<Entity>(capacity, poolalloc::Growth::growable);
 }
 
@@ -615,11 +619,14 @@ BENCHMARK(resolve_packed_slot_map_get);
 BENCHMARK(resolve_pool_get_read);
 BENCHMARK(resolve_slot_map_get_read);
 BENCHMARK(resolve_packed_slot_map_get_read);
-BENCHMARK(grown_iterate<grown_pool>)->Name("grown_iterate_grown");
+BENCHMARK(grown_iterate<grown_in_place>)->Name("grown_iterate_grown");
+BENCHMARK(grown_iterate<grown_from_new>)->Name("grown_iterate_grown_from_new");
 BENCHMARK(grown_iterate<full_size_pool>)->Name("grown_iterate_full_size");
-BENCHMARK(grown_resolve<grown_pool>)->Name("grown_resolve_grown");
+BENCHMARK(grown_resolve<grown_in_place>)->Name("grown_resolve_grown");
+BENCHMARK(grown_resolve<grown_from_new>)->Name("grown_resolve_grown_from_new");
 BENCHMARK(grown_resolve<full_size_pool>)->Name("grown_resolve_full_size");
-BENCHMARK(grown_spawn_burst<grown_pool>)->Name("grown_spawn_burst_grown");
+BENCHMARK(grown_spawn_burst<grown_in_place>)->Name("grown_spawn_burst_grown");
+BENCHMARK(grown_spawn_burst<grown_from_new>)->Name("grown_spawn_burst_grown_from_new");
 BENCHMARK(grown_spawn_burst<full_size_pool>)->Name("grown_spawn_burst_full_size");
 BENCHMARK(frame_frame_allocator);
 BENCHMARK(frame_stack_allocator);

@@ -61,13 +61,16 @@ groups = [
          "resolve_packed_slot_map_get_read")]),
     ("grown from 64 slots to 100,000 objects vs created at full size: iterate 50,000", [
         ("poolalloc Pool<T> created at full size", "grown_iterate_full_size"),
-        ("poolalloc Pool<T> grown", "grown_iterate_grown")]),
+        ("poolalloc Pool<T> grown", "grown_iterate_grown"),
+        ("poolalloc Pool<T> grown from operator new", "grown_iterate_grown_from_new")]),
     ("... resolve 50,000 handles (get and read)", [
         ("poolalloc Pool<T> created at full size", "grown_resolve_full_size"),
-        ("poolalloc Pool<T> grown", "grown_resolve_grown")]),
+        ("poolalloc Pool<T> grown", "grown_resolve_grown"),
+        ("poolalloc Pool<T> grown from operator new", "grown_resolve_grown_from_new")]),
     ("... spawn a burst of 100,000, then clear()", [
         ("poolalloc Pool<T> created at full size", "grown_spawn_burst_full_size"),
-        ("poolalloc Pool<T> grown", "grown_spawn_burst_grown")]),
+        ("poolalloc Pool<T> grown", "grown_spawn_burst_grown"),
+        ("poolalloc Pool<T> grown from operator new", "grown_spawn_burst_grown_from_new")]),
     ("frame: 1,000 allocations of 8-256 B, then reset", [
         ("poolalloc FrameAllocator", "frame_frame_allocator"),
         ("poolalloc StackAllocator (to a marker)", "frame_stack_allocator"),

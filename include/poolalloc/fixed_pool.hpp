@@ -43,7 +43,13 @@
 
 namespace poolalloc {
 
-enum class Growth { fixed, growable };
+// Whether a pool grows when it is full, and a growable Pool<T>'s memory: `growable` keeps its
+// slots in address space it reserves from the system and grows them in place while they fit
+// (detail/address_range.hpp; chunks from operator new past that, or where there is none), so that a
+// grown pool resolves a handle as fast as one created at full size; `growable_from_new` takes every
+// chunk from operator new (a replaced one sees it). A FixedPool's chunks come from operator new
+// under either.
+enum class Growth { fixed, growable, growable_from_new };
 
 // What a pool with debug checks reports of the blocks (objects, for Pool<T>) still live when it is
 // destroyed (set_leak_report): nothing; a line for each of the first kLeakReportSummaryLines and

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/address_range.hpp"
 #include "detail/cold.hpp"
 #include "detail/construct.hpp"
 #include "detail/debug_blocks.hpp"
@@ -146,7 +147,8 @@ class Pool {
   ~Pool() {
     destroy_objects();
     for (const Chunk& chunk : chunks_.chunks()) {
-      ::operator delete (chunk.slots, std::align_val_t{alignof(Slot)});
+      if (!range_.holds(chunk.slots))
+        ::operator delete (chunk.slots, std::align_val_t{alignof(Slot)});
     }
   }
 
@@ -402,7 +404,7 @@ class Pool {
       update_fast_slots();
       released += std::size_t{chunk.count} * sizeof(Slot);
       free_.remove_slots_from(chunk.first);
-      ::operator delete (chunk.slots, std::align_val_t{alignof(Slot)});
+      give_back(chunk.slots);
     }
     return released;
   }
@@ -518,6 +520,7 @@ class Pool {
   void swap(Pool& other) noexcept {
     using std::swap;
     swap(chunks_, other.chunks_);
+    range_.swap(other.range_);
     swap(free_, other.free_);
     swap(handles_, other.handles_);
     swap(stamped_, other.stamped_);
@@ -545,21 +548,19 @@ class Pool {
     const std::size_t target = chunks_.capacity_for(wanted);
     const std::size_t count = target - capacity();
     if (target > Handles::kMaxIds || count > SIZE_MAX / sizeof(Slot)) return false;
-    void* memory =
-        ::operator new (count * sizeof(Slot), std::align_val_t{alignof(Slot)}, std::nothrow);
-    if (memory == nullptr) return false;
+    Slot* chunk = new_slots(count);
+    if (chunk == nullptr) return false;
     const auto slots = static_cast<std::uint32_t>(count);
     const std::uint32_t first = free_.size();
     const bool reserved = detail::returns_without_bad_alloc([&] {
-      chunks_.reserve(slots);
+      chunks_.reserve(chunk, slots);
       free_.reserve(slots);
       handles_.reserve(target);
     });
     if (!reserved) {
-      ::operator delete (memory, std::align_val_t{alignof(Slot)});
+      give_back(chunk);
       return false;
     }
-    auto* chunk = static_cast<Slot*>(memory);
     std::uint32_t back = 0;  // slots given back their stamps: used ones, as below stamped_
     for (; back < slots && handles_.has_parked(); ++back) {
       ::new (chunk + back) Slot;
@@ -571,6 +572,33 @@ class Pool {
     if (back > 0) stamped_ = first + back;  // with parked stamps, stamped_ was first
     update_fast_slots();
     return true;
+  }
+
+  // Memory for `count` slots after the last, untouched: in the range that a Growth::growable pool
+  // reserves at its first growth while they fit there (so that its slots stay one run and a grown
+  // pool's get() is a full-size one's), else from operator new. nullptr when it cannot be had.
+  Slot* new_slots(std::size_t count) {
+    if (growth_ == Growth::growable && alignof(Slot) <= 4096) {  // the range starts at a page
+      if (chunks_.count() == 0 && !range_) range_ = detail::AddressRange::reserve();
+      const std::size_t begin = std::size_t{capacity()} * sizeof(Slot);
+      const std::size_t bytes = count * sizeof(Slot);
+      constexpr std::size_t kRange = detail::AddressRange::kBytes;
+      if (range_ && begin <= kRange && bytes <= kRange - begin && range_.commit_to(begin + bytes))
+        return reinterpret_cast<Slot*>(range_.start() + begin);
+    }
+    return static_cast<Slot*>(
+        ::operator new (count * sizeof(Slot), std::align_val_t{alignof(Slot)}, std::nothrow));
+  }
+
+  // Gives back the memory of the chunk at `slots`, the last: to the system where it lies in the
+  // range (its whole pages), else to operator delete.
+  void give_back(Slot* slots) {
+    if (range_.holds(slots)) {
+      range_.decommit_from(
+          static_cast<std::size_t>(reinterpret_cast<std::byte*>(slots) - range_.start()));
+    } else {
+      ::operator delete (slots, std::align_val_t{alignof(Slot)});
+    }
   }
 
   // Gives the slots [stamped_, end), never used, their stamps: new ids of their numbers.
@@ -606,7 +634,7 @@ class Pool {
     const Stamp wanted = Handles::live(key);
     const auto id = static_cast<std::uint32_t>(wanted);
     if (id < stamped_) [[likely]] {
-      const std::uintptr_t address = chunks_.count() == 1
+      const std::uintptr_t address = chunks_.one_run()
                                          ? reinterpret_cast<std::uintptr_t>(chunks_.first().slots) +
                                                std::uintptr_t{id} * sizeof(Slot)
                                          : chunks_.address_past(id);
@@ -1004,6 +1032,7 @@ class Pool {
   }
 
   Chunks chunks_;
+  detail::AddressRange range_;  // none but for a Growth::growable pool that has grown
   detail::SlotBitmap free_;
   Handles handles_;
   // The slots [0, stamped_) hold stamps: every slot ever used, and no other, so that creating or

@@ -82,7 +82,7 @@ TEST(NoExceptions, AGrowablePoolAddsChunksAndKeepsItsObjects) {
 
 TEST(NoExceptions, APoolWhoseSlotsCannotBeHadHasCapacityZeroAndSpawnsNullptr) {
   chunks_fail = true;
-  Pool<Unit> units(8, Growth::growable);
+  Pool<Unit> units(8, Growth::growable_from_new);
   EXPECT_EQ(units.capacity(), 0u);
   EXPECT_EQ(units.spawn(1), nullptr);
   chunks_fail = false;

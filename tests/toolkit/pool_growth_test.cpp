@@ -51,9 +51,9 @@ TEST(PoolGrowth, ReserveNeverGrowsAFixedPool) {
 }
 
 // Chunks of 3, 125, 128, 256, ... slots: the pool's first 64-slot word begins in the first chunk
-// and ends in the second.
-TEST(PoolGrowth, AGrownPoolFindsEveryObjectByAddressByHandleAndByWalking) {
-  Pool<Item> pool(3, Growth::growable);
+// and ends in the second (in one run, or apart where they come from operator new).
+void expect_a_grown_pool_to_find_every_object_by_address_by_handle_and_by_walking(Growth growth) {
+  Pool<Item> pool(3, growth);
   std::vector<Item*> objects;
   std::vector<Handle<Item>> handles;
   for (int i = 0; i < 2000; ++i) {
@@ -87,12 +87,21 @@ TEST(PoolGrowth, AGrownPoolFindsEveryObjectByAddressByHandleAndByWalking) {
   EXPECT_EQ(pool.capacity(), 3u);
 }
 
+TEST(PoolGrowth, AGrownPoolFindsEveryObjectByAddressByHandleAndByWalking) {
+  expect_a_grown_pool_to_find_every_object_by_address_by_handle_and_by_walking(Growth::growable);
+}
+
+TEST(PoolGrowth, APoolGrownFromNewFindsEveryObjectByAddressByHandleAndByWalking) {
+  expect_a_grown_pool_to_find_every_object_by_address_by_handle_and_by_walking(
+      Growth::growable_from_new);
+}
+
 // Chunks of 64, 64, 128, ..., 4096 slots (a default pool's): the first chunk ends at a multiple of
 // 64 slots, so that each 64-slot word lies in one chunk and get() finds a slot with no compare
 // with the first chunk's end. Every handle resolves to its object, in every chunk, and to nothing
 // once its object is gone or beyond the slots ever used.
-TEST(PoolGrowth, APoolGrownFromAPowerOfTwoResolvesEveryHandleInEveryChunk) {
-  Pool<Item> pool;
+void expect_a_pool_grown_from_a_power_of_two_to_resolve_every_handle(Growth growth) {
+  Pool<Item> pool(0, growth);
   std::vector<Item*> objects;
   std::vector<Handle<Item>> handles;
   for (int i = 0; i < 5000; ++i) {
@@ -110,6 +119,80 @@ TEST(PoolGrowth, APoolGrownFromAPowerOfTwoResolvesEveryHandleInEveryChunk) {
     EXPECT_EQ(pool.get(Handle<Item>::from_packed(id << 32 | handles[1].generation())), nullptr)
         << id;
   }
+}
+
+TEST(PoolGrowth, APoolGrownFromAPowerOfTwoResolvesEveryHandleInEveryChunk) {
+  expect_a_pool_grown_from_a_power_of_two_to_resolve_every_handle(Growth::growable);
+}
+
+TEST(PoolGrowth, APoolGrownFromNewFromAPowerOfTwoResolvesEveryHandleInEveryChunk) {
+  expect_a_pool_grown_from_a_power_of_two_to_resolve_every_handle(Growth::growable_from_new);
+}
+
+// Its chunks follow one another in its reserved range: the slots are one array, as in a pool
+// created at full size.
+TEST(PoolGrowth, AGrowablePoolGrowsInPlace) {
+  Pool<Item> pool;
+  std::vector<Item*> objects;
+  for (int i = 0; i < 5000; ++i) objects.push_back(pool.spawn(i));
+  ASSERT_EQ(pool.chunk_count(), 8u);
+  const auto first = reinterpret_cast<std::uintptr_t>(objects[0]);
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(objects[i]), first + i * pool.slot_bytes()) << i;
+  }
+}
+
+// shrink() gives the pages of the trailing chunks back to the system; the pool grows into the same
+// addresses again.
+TEST(PoolGrowth, AGrowablePoolShrunkGrowsInPlaceAgain) {
+  Pool<Item> pool;
+  std::vector<Item*> objects;
+  for (int i = 0; i < 5000; ++i) objects.push_back(pool.spawn(i));
+  for (Item* object : objects) pool.despawn(object);
+  EXPECT_EQ(pool.shrink(), (8192u - 64u) * pool.slot_bytes());
+  EXPECT_EQ(pool.capacity(), 64u);
+  for (int i = 0; i < 5000; ++i) {
+    Item* object = pool.spawn(i);
+    ASSERT_EQ(object, objects[i]) << i;
+    ASSERT_EQ(object->value, i);
+  }
+}
+
+// A slot of 1 MiB: the reserved range (1 GiB) holds the chunks up to 512 slots; the next, up to
+// 1,024, comes from operator new, and a slot there is found as in any pool grown in chunks.
+struct Huge {
+  explicit Huge(int v) : value(v) {}
+  int value;
+  char bytes[(1 << 20) - sizeof(int)];  // never written
+};
+
+TEST(PoolGrowth, AGrowablePoolPastItsRangeGrowsInChunksFromNew) {
+  Pool<Huge> pool;
+  std::vector<Huge*> objects;
+  std::vector<Handle<Huge>> handles;
+  for (int i = 0; i < 600; ++i) {
+    objects.push_back(pool.spawn(i));
+    ASSERT_NE(objects.back(), nullptr) << i;
+    handles.push_back(pool.handle_of(objects.back()));
+  }
+  ASSERT_EQ(pool.capacity(), 1024u);
+  ASSERT_EQ(pool.chunk_count(), 5u);  // 64, 64, 128, 256 in the range; 512 from operator new
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_EQ(pool.get(handles[i]), objects[i]) << i;
+    ASSERT_EQ(pool.get(handles[i])->value, i);
+    ASSERT_EQ(pool.handle_of(objects[i]), handles[i]) << i;
+  }
+  const auto first = reinterpret_cast<std::uintptr_t>(objects[0]);
+  for (std::size_t i = 0; i < 512; ++i) {
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(objects[i]), first + i * pool.slot_bytes()) << i;
+  }
+  int walked = 0;
+  for (Huge& object : pool) ASSERT_EQ(object.value, walked++);
+  EXPECT_EQ(walked, 600);
+  for (int i = 599; i >= 512; --i) pool.despawn(handles[i]);
+  EXPECT_EQ(pool.shrink(), 512u * pool.slot_bytes());
+  EXPECT_EQ(pool.chunk_count(), 4u);
+  for (int i = 0; i < 512; ++i) ASSERT_EQ(pool.get(handles[i]), objects[i]) << i;
 }
 
 }  // namespace

@@ -9,6 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -103,11 +109,12 @@ struct Particle {
 
 // Beside its slots (slot_bytes() each: the object and its 8-byte stamp), 4 bytes and one bit per
 // slot (the slot of each id, the bitmap), and a few words per chunk (its entry in the pool's list
-// of chunks, the bitmap's summary and sentinel words); a grown pool one bit per slot more (the
-// base of each 64-slot word's chunk) and a word.
-std::size_t promised_beside_the_slots(std::size_t slots, std::size_t chunks) {
-  const std::size_t grown = chunks > 1 ? slots / 8 + 8 : 0;
-  return 4 * slots + slots / 8 + grown + 64 * chunks;
+// of chunks, the bitmap's summary and sentinel words); a pool grown in chunks apart one bit per
+// slot more (the base of each 64-slot word's chunk) and a word.
+enum class Slots { one_run, chunks_apart };
+std::size_t promised_beside_the_slots(std::size_t slots, std::size_t chunks, Slots where) {
+  const std::size_t table = where == Slots::chunks_apart ? slots / 8 + 8 : 0;
+  return 4 * slots + slots / 8 + table + 64 * chunks;
 }
 
 constexpr std::byte kUntouched{0xEE};
@@ -142,8 +149,8 @@ TEST(PoolMemory, CreationTouchesNoSlotWithDebugChecksEither) {
   expect_creation_touches_no_slot(DebugChecks::on);
 }
 
-TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {
-  Pool<Particle> pool(64, Growth::growable);
+TEST(PoolMemory, GrowthFromNewTouchesNoSlotOfTheNewChunk) {
+  Pool<Particle> pool(64, Growth::growable_from_new);
   for (int i = 0; i < 64; ++i) ASSERT_NE(pool.spawn(), nullptr);
   std::fill(std::begin(arena), std::end(arena), kUntouched);
   ASSERT_LE(64 * Pool<Particle>::slot_bytes(), sizeof arena);
@@ -155,6 +162,39 @@ TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {
   Particle* first = pool.spawn();
   ASSERT_EQ(static_cast<void*>(first), static_cast<void*>(arena));
   EXPECT_TRUE(untouched(arena + Pool<Particle>::slot_bytes(), std::end(arena)));
+}
+
+#if !defined(_WIN32)
+// The pages of [begin, end) that are resident (have memory), by mincore(2).
+std::size_t resident_pages(const void* begin, const void* end) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(begin) / page * page;
+  const std::uintptr_t last = reinterpret_cast<std::uintptr_t>(end);
+  std::vector<unsigned char> states((last - first + page - 1) / page);
+  if (mincore(reinterpret_cast<void*>(first), last - first, states.data()) != 0) return SIZE_MAX;
+  return static_cast<std::size_t>(std::count_if(
+      states.begin(), states.end(), [](unsigned char state) { return (state & 1) != 0; }));
+}
+#endif
+
+// A growable pool's slots lie in address space that it reserved: creating it with a million slots
+// and growing it to two gives none of their pages memory; a spawn gives memory to the pages of the
+// slot it takes.
+TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {
+#if defined(_WIN32)
+  GTEST_SKIP() << "mincore(2), which tells the pages that have memory, is POSIX";
+#else
+  Pool<Particle> pool(1'000'000, Growth::growable);
+  ASSERT_TRUE(pool.reserve(2'000'000));
+  ASSERT_EQ(pool.chunk_count(), 2u);
+  Particle* first = pool.spawn();
+  const std::byte* slots = reinterpret_cast<const std::byte*>(first);
+  const std::byte* end = slots + pool.capacity() * pool.slot_bytes();
+  EXPECT_LE(resident_pages(slots, end), 1u);
+  for (std::size_t i = 1; i < 1'000'001; ++i) ASSERT_NE(pool.spawn(), nullptr);
+  const std::byte* grown = slots + 1'000'001 * pool.slot_bytes();  // the slot past the first chunk
+  EXPECT_LE(resident_pages(grown, end), 1u);
+#endif
 }
 
 TEST(PoolMemory, ASlotIsTheObjectAndAnEightByteStampRoundedUpToItsAlignmentAndToEight) {
@@ -187,7 +227,7 @@ TEST(PoolMemory, SpendsFourBytesAndOneBitPerSlotBesideItsSlots) {
   ASSERT_EQ(pool.capacity(), 10000u);
   const std::size_t beside = live_bytes - before - pool.capacity() * pool.slot_bytes();
   EXPECT_GE(beside, 4u * 10000);
-  EXPECT_LE(beside, promised_beside_the_slots(10000, 1));
+  EXPECT_LE(beside, promised_beside_the_slots(10000, 1, Slots::one_run));
 }
 
 TEST(PoolMemory, ADefaultConstructedPoolHoldsNoMemoryUntilItsFirstSpawn) {
@@ -200,14 +240,72 @@ TEST(PoolMemory, ADefaultConstructedPoolHoldsNoMemoryUntilItsFirstSpawn) {
   EXPECT_GT(live_bytes, before);
 }
 
-TEST(PoolMemory, AGrownPoolSpendsFourBytesAndTwoBitsPerSlotBesideItsSlots) {
+TEST(PoolMemory, APoolGrownFromNewSpendsFourBytesAndTwoBitsPerSlotBesideItsSlots) {
   const std::size_t before = live_bytes;
-  Pool<Particle> pool(100, Growth::growable);
+  Pool<Particle> pool(100, Growth::growable_from_new);
   for (int i = 0; i < 10000; ++i) ASSERT_NE(pool.spawn(), nullptr);
   ASSERT_EQ(pool.capacity(), 16384u);  // 100, then up to 256, 512, ... 16384
   const std::size_t beside = live_bytes - before - pool.capacity() * pool.slot_bytes();
-  EXPECT_LE(beside, promised_beside_the_slots(pool.capacity(), pool.chunk_count()));
+  EXPECT_LE(beside,
+            promised_beside_the_slots(pool.capacity(), pool.chunk_count(), Slots::chunks_apart));
 }
+
+// Its slots lie in its reserved range, not in operator new's memory, and in one run: no table of
+// chunk bases.
+TEST(PoolMemory, AGrownPoolSpendsFourBytesAndOneBitPerSlotBesideItsSlots) {
+  const std::size_t before = live_bytes;
+  Pool<Particle> pool(100, Growth::growable);
+  for (int i = 0; i < 10000; ++i) ASSERT_NE(pool.spawn(), nullptr);
+  ASSERT_EQ(pool.capacity(), 16384u);
+  EXPECT_LE(live_bytes - before,
+            promised_beside_the_slots(pool.capacity(), pool.chunk_count(), Slots::one_run));
+}
+
+// Whether `pool`'s first spawn took its slots from operator new.
+template <class Pool>
+bool spawn_takes_slots_from_new(Pool& pool) {
+  const std::size_t before = live_bytes;
+  EXPECT_NE(pool.spawn(), nullptr);
+  return live_bytes - before >= 64 * pool.slot_bytes();
+}
+
+// The reserved ranges of a process hold 1 TiB at most, 1,024 pools: the others grow in chunks from
+// operator new, until a pool with a range goes, which gives its range back.
+TEST(PoolMemory, AtMost1024GrowablePoolsReserveTheirRangeAtOnce) {
+  std::vector<Pool<Particle>> pools(1100);
+  std::size_t from_new = 0;
+  for (Pool<Particle>& pool : pools) from_new += spawn_takes_slots_from_new(pool) ? 1 : 0;
+  EXPECT_GE(from_new, 1100u - 1024u);
+  pools.clear();
+  Pool<Particle> later;
+  EXPECT_FALSE(spawn_takes_slots_from_new(later));
+}
+
+// A range starts at a page: slots aligned to more than 4096 bytes come from operator new.
+TEST(PoolMemory, AGrowablePoolOfSlotsAlignedToMoreThan4096BytesGrowsFromNew) {
+  struct alignas(8192) Aligned {
+    char bytes[8192];
+  };
+  Pool<Aligned> pool;
+  EXPECT_TRUE(spawn_takes_slots_from_new(pool));
+}
+
+#if !defined(_WIN32)
+// A reservation would count against RLIMIT_AS (ulimit -v) and take what malloc may need: where the
+// address space is limited, a growable pool takes its slots from operator new.
+TEST(PoolMemory, WhereTheAddressSpaceIsLimitedAGrowablePoolGrowsFromNew) {
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? RLIM_INFINITY - 1 : limit.rlim_max;
+        setrlimit(RLIMIT_AS, &limit);
+        Pool<Particle> pool;
+        std::_Exit(spawn_takes_slots_from_new(pool) ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+}
+#endif
 
 // Fails each allocation of the pool's in turn, the first (its slots) to the last (its tables), and
 // finds the pool all or nothing: no exception, no memory kept.

@@ -2,17 +2,19 @@
 // object and its stamp) numbered on from the last, and the way from a slot's number to its address
 // and back.
 //
-// From a slot to its address in O(1) however many chunks there are: a pool of one chunk from the
-// chunk's base; a grown one from a table of the base of each 64-slot word's chunk (the address
-// that the chunk's slot 0 would have), 8 bytes per 64 slots, which a pool of one chunk does not
-// have. Every chunk after the first begins and ends at a multiple of 64 slots (its end a power of
-// two of at least 128) but the second, which begins where the first ends, so that the 64 slots
-// of a word (of the table, and of the pool's bitmap) lie in one chunk, but for the word where the
-// first chunk ends when it ends inside one. A slot past the first chunk is so a shift, one load
-// from the table and a multiply-add, as in a pool of one chunk but for the shift and the load.
-// (A table of 32 bases, one per binary order of slot numbers, indexed with a bit scan, took
-// 256 bytes whatever the pool's size, but bsr is slow on the AMD EPYC the anchors run on: a grown
-// pool's resolve took 1.4x a full-size pool's time with it, about 1.1x with the shift.)
+// From a slot to its address in O(1) however many chunks there are: a pool whose chunks form one
+// run (each begins where the one before ends, as a growable pool's do in its reserved range,
+// detail/address_range.hpp; or one chunk) from the run's base, which the rest of this comment calls
+// the first chunk; a pool grown in chunks apart from a table of the base of each 64-slot word's
+// chunk (the address that the chunk's slot 0 would have), 8 bytes per 64 slots, which a pool of one
+// chunk does not have. Every chunk after the first begins and ends at a multiple of 64 slots (its
+// end a power of two of at least 128) but the second, which begins where the first ends, so that
+// the 64 slots of a word (of the table, and of the pool's bitmap) lie in one chunk, but for the
+// word where the first chunk ends when it ends inside one. A slot past the first chunk is so a
+// shift, one load from the table and a multiply-add, as in a pool of one chunk but for the shift
+// and the load. (A table of 32 bases, one per binary order of slot numbers, indexed with a bit
+// scan, took 256 bytes whatever the pool's size, but bsr is slow on the AMD EPYC the anchors run
+// on: a grown pool's resolve took 1.4x a full-size pool's time with it, about 1.1x with the shift.)
 //
 // From an address to its slot (despawn, handle_of): the first chunk, then the others from the
 // last down. Chunks that double, as a growable pool's do, hold half the slots in the last, a
@@ -54,23 +56,25 @@ class SlotChunks {
     return std::bit_ceil(std::max(wanted, std::size_t{capacity_} + kLeastChunk));
   }
 
-  // Takes the memory that add() of a chunk of `count` slots needs; throws std::bad_alloc (and
-  // changes nothing else) when it cannot be had.
-  void reserve(std::uint32_t count) {
+  // Takes the memory that add() of a chunk of `count` slots at `slots` needs (the table of bases
+  // only for a chunk apart from the run); throws std::bad_alloc (and changes nothing else) when it
+  // cannot be had.
+  void reserve(const T* slots, std::uint32_t count) {
     chunks_.reserve(chunks_.size() + 1);
-    if (!chunks_.empty()) base_by_word_.reserve(words(capacity_ + count) + 1);
+    if (!one_run_to(capacity_, slots)) base_by_word_.reserve(words(capacity_ + count) + 1);
   }
 
   // `count` slots at `slots` join as the slots [capacity(), capacity() + count), a count that
   // capacity_for() gave. Allocates only what reserve() did not.
   void add(T* slots, std::uint32_t count) {
-    reserve(count);
+    reserve(slots, count);
     const std::uint32_t first = capacity_;
+    const bool extends_the_run = one_run_to(first, slots);
     chunks_.push_back({slots, first, count, std::uintptr_t{count} * sizeof(T)});
     capacity_ = first + count;
-    if (chunks_.size() == 1) {
-      first_ = chunks_.front();
-      split_ = count % 64 != 0;
+    if (extends_the_run) {
+      first_.slots = chunks_.front().slots;
+      set_run(capacity_);
       return;
     }
     if (base_by_word_.empty()) {  // the first chunk's words, and entry 0 (see address_past())
@@ -86,7 +90,8 @@ class SlotChunks {
     const Chunk last = chunks_.back();
     chunks_.pop_back();
     capacity_ = last.first;
-    if (chunks_.size() == 1) {
+    if (first_.count > capacity_) set_run(capacity_);
+    if (one_run()) {
       base_by_word_.clear();
     } else {
       base_by_word_.resize(words(capacity_) + 1);  // smaller: allocates nothing
@@ -97,8 +102,12 @@ class SlotChunks {
   [[nodiscard]] std::uint32_t capacity() const { return capacity_; }
   [[nodiscard]] std::size_t count() const { return chunks_.size(); }
   [[nodiscard]] const std::vector<Chunk>& chunks() const { return chunks_; }
-  // The first chunk, or one of no slots.
+  // The run of slots from slot 0: the first chunk and each chunk after it that begins where the
+  // one before ends (a growable pool's in its reserved range, detail/address_range.hpp); one of no
+  // slots in a pool of none.
   [[nodiscard]] const Chunk& first() const { return first_; }
+  // Whether every slot lies in first(): a slot's address is then its base plus the slot's offset.
+  [[nodiscard]] bool one_run() const { return first_.count == capacity_; }
 
   // O(1): the first chunk's slots directly, the others' through their order's base.
   [[nodiscard]] T* address_of(std::uint32_t slot) const {
@@ -155,7 +164,7 @@ class SlotChunks {
   [[nodiscard]] Place place_of_word(std::uint32_t word) const {
     const auto first = reinterpret_cast<std::uintptr_t>(first_.slots);
     const std::uint32_t lowest = word * 64;
-    if (chunks_.size() < 2 || lowest + 63 < first_.count) return {first, first, 0};
+    if (one_run() || lowest + 63 < first_.count) return {first, first, 0};
     const std::uintptr_t base = base_by_word_[word + 1];
     if (lowest >= first_.count) return {base, base, 0};
     return {first, base, first_.count};
@@ -201,17 +210,30 @@ class SlotChunks {
     return inverse;
   }
 
+  // Whether a chunk at `slots` that begins at slot `first` extends the run of first(): whether it
+  // is the first chunk, or begins where the run, which holds every slot before it, ends.
+  [[nodiscard]] bool one_run_to(std::uint32_t first, const T* slots) const {
+    return first == first_.count && (chunks_.empty() || slots == first_.slots + first_.count);
+  }
+
+  // The run of first() ends at slot `end`.
+  void set_run(std::uint32_t end) {
+    first_.count = end;
+    first_.bytes = std::uintptr_t{end} * sizeof(T);
+    split_ = end % 64 != 0;
+  }
+
   // The 64-slot words that `slots` slots take.
   static std::size_t words(std::uint32_t slots) { return (std::size_t{slots} + 63) / 64; }
 
   std::vector<Chunk> chunks_;
-  Chunk first_{};  // chunks_.front(), or none: kept here, where most calls look first
+  Chunk first_{};  // first(): kept here, where most calls look first
   // With more than one chunk: at w + 1, the base of the chunk that holds word w's slots (for the
   // word that the first chunk and the second share, the second's); at 0, the first chunk's. Empty
   // with one chunk.
   std::vector<std::uintptr_t> base_by_word_;
   std::uint32_t capacity_ = 0;
-  bool split_ = false;  // split(): the first chunk does not end at a multiple of 64 slots
+  bool split_ = false;  // split(): the run of first() does not end at a multiple of 64 slots
 };
 
 }  // namespace poolalloc::detail
