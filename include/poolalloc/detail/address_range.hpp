@@ -17,12 +17,16 @@
 #include <cstdint>
 #include <utility>
 
-#if defined(_WIN32)
-#if !defined(NOMINMAX)
-#define NOMINMAX  // no min and max macros (mingw's C++ library defines it already)
-#endif
-#include <windows.h>
-#else
+#if defined(_WIN64)
+// The three functions of <windows.h> that a range needs, declared as it declares them: the header
+// itself would define macros (min, max, near, far, ...) in every program that includes the toolkit.
+extern "C" {
+__declspec(dllimport) void* __stdcall VirtualAlloc(void* address, unsigned long long bytes,
+                                                   unsigned long type, unsigned long protection);
+__declspec(dllimport) int __stdcall VirtualFree(void* address, unsigned long long bytes,
+                                                unsigned long type);
+}
+#elif !defined(_WIN32)
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -49,11 +53,7 @@ class AddressRange {
   AddressRange& operator=(const AddressRange&) = delete;
   ~AddressRange() {
     if (start_ == nullptr) return;
-#if defined(_WIN32)
-    VirtualFree(start_, 0, MEM_RELEASE);
-#else
-    munmap(start_, kBytes);
-#endif
+    release(start_);
     reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
   }
 
@@ -65,35 +65,19 @@ class AddressRange {
   // A range of kBytes, or none (see above).
   [[nodiscard]] static AddressRange reserve() {
     AddressRange range;
-    if constexpr (sizeof(void*) < 8) {
-      return range;
-    } else {
-      if (address_space_is_limited()) return range;
-      if (reserved_in_process().fetch_add(kBytes, std::memory_order_relaxed) + kBytes >
-          kProcessBytes) {
-        reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
-        return range;
-      }
-#if defined(_WIN32)
-      range.start_ =
-          static_cast<std::byte*>(VirtualAlloc(nullptr, kBytes, MEM_RESERVE, PAGE_NOACCESS));
-#else
-      void* start =
-          mmap(nullptr, kBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      range.start_ = start == MAP_FAILED ? nullptr : static_cast<std::byte*>(start);
-#endif
-      if (range.start_ == nullptr)
-        reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
+    if (sizeof(void*) < 8 || address_space_is_limited()) return range;
+    if (reserved_in_process().fetch_add(kBytes, std::memory_order_relaxed) + kBytes >
+        kProcessBytes) {
+      reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
       return range;
     }
+    range.start_ = reserve_pages();
+    if (range.start_ == nullptr) reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
+    return range;
   }
 
-  [[nodiscard]] explicit operator bool() const {
-    return start_ != nullptr;
-  }
-  [[nodiscard]] std::byte* start() const {
-    return start_;
-  }
+  [[nodiscard]] explicit operator bool() const { return start_ != nullptr; }
+  [[nodiscard]] std::byte* start() const { return start_; }
 
   // Whether `p` points into the range.
   [[nodiscard]] bool holds(const void* p) const {
@@ -108,12 +92,7 @@ class AddressRange {
     if (start_ == nullptr || end > kBytes) return false;
     if (end <= committed_) return true;
     const std::size_t to = round_up_to_page(end);
-#if defined(_WIN32)
-    if (VirtualAlloc(start_ + committed_, to - committed_, MEM_COMMIT, PAGE_READWRITE) == nullptr)
-      return false;
-#else
-    if (mprotect(start_ + committed_, to - committed_, PROT_READ | PROT_WRITE) != 0) return false;
-#endif
+    if (!commit(start_ + committed_, to - committed_)) return false;
     committed_ = to;
     return true;
   }
@@ -123,23 +102,11 @@ class AddressRange {
   // ones, their memory goes back and they stay committed.)
   void decommit_from(std::size_t begin) {
     const std::size_t from = round_up_to_page(begin);
-    if (from >= committed_) return;
-#if defined(_WIN32)
-    VirtualFree(start_ + from, committed_ - from, MEM_DECOMMIT);
-#else
-    if (mmap(start_ + from, committed_ - from, PROT_NONE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED) {
-      madvise(start_ + from, committed_ - from, MADV_DONTNEED);
-      return;
-    }
-#endif
-    committed_ = from;
+    if (from < committed_ && decommit(start_ + from, committed_ - from)) committed_ = from;
   }
 
   // The bytes from start() on that are committed: a whole number of pages.
-  [[nodiscard]] std::size_t committed() const {
-    return committed_;
-  }
+  [[nodiscard]] std::size_t committed() const { return committed_; }
 
  private:
   static std::atomic<std::size_t>& reserved_in_process() {
@@ -147,32 +114,82 @@ class AddressRange {
     return bytes;
   }
 
-  static std::size_t page_size() {
-#if defined(_WIN32)
-    static const std::size_t size = [] {
-      SYSTEM_INFO info;
-      GetSystemInfo(&info);
-      return static_cast<std::size_t>(info.dwPageSize);
-    }();
-#else
-    static const auto size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-#endif
-    return size;
-  }
-
   static std::size_t round_up_to_page(std::size_t bytes) {
     const std::size_t page = page_size();
     return (bytes + page - 1) / page * page;
   }
 
+  // What each system does: kBytes of addresses reserved (nullptr where it refuses), pages made
+  // usable, pages given back (false where they stay committed), the addresses given back.
+#if defined(_WIN64)
+  static constexpr unsigned long kCommit = 0x1000, kReserve = 0x2000, kDecommit = 0x4000,
+                                 kRelease = 0x8000, kNoAccess = 0x01, kReadWrite = 0x04;
+  static std::size_t page_size() {
+    return 4096;
+  }  // every Windows on x86-64 and ARM64
   static bool address_space_is_limited() {
-#if defined(_WIN32)
     return false;
+  }
+  static std::byte* reserve_pages() {
+    return static_cast<std::byte*>(VirtualAlloc(nullptr, kBytes, kReserve, kNoAccess));
+  }
+  static bool commit(std::byte* pages, std::size_t bytes) {
+    return VirtualAlloc(pages, bytes, kCommit, kReadWrite) != nullptr;
+  }
+  static bool decommit(std::byte* pages, std::size_t bytes) {
+    return VirtualFree(pages, bytes, kDecommit) != 0;
+  }
+  static void release(std::byte* start) {
+    VirtualFree(start, 0, kRelease);
+  }
+#elif defined(_WIN32)  // 32-bit Windows: no range (reserve() returns none before asking)
+  static std::size_t page_size() {
+    return 4096;
+  }
+  static bool address_space_is_limited() {
+    return true;
+  }
+  static std::byte* reserve_pages() {
+    return nullptr;
+  }
+  static bool commit(std::byte*, std::size_t) {
+    return false;
+  }
+  static bool decommit(std::byte*, std::size_t) {
+    return false;
+  }
+  static void release(std::byte*) {}
 #else
+  static std::size_t page_size() {
+    static const auto size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return size;
+  }
+  // A reservation counts against RLIMIT_AS, and would take from what malloc may have.
+  static bool address_space_is_limited() {
     rlimit limit{};
     return getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur != RLIM_INFINITY;
-#endif
   }
+  static std::byte* reserve_pages() {
+    void* start =
+        mmap(nullptr, kBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return start == MAP_FAILED ? nullptr : static_cast<std::byte*>(start);
+  }
+  static bool commit(std::byte* pages, std::size_t bytes) {
+    return mprotect(pages, bytes, PROT_READ | PROT_WRITE) == 0;
+  }
+  // Fresh reserved pages over the committed ones: their memory, and its commit charge, go back.
+  static bool decommit(std::byte* pages, std::size_t bytes) {
+    if (mmap(pages, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+             0) != MAP_FAILED) {
+      return true;
+    }
+    madvise(pages, bytes, MADV_DONTNEED);
+    return false;
+  }
+  static void release(std::byte* start) {
+    munmap(start, kBytes);
+  }
+#endif
 
   std::byte* start_ = nullptr;
   std::size_t committed_ = 0;
