@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "poolalloc/object_pool.hpp"
 #include "poolalloc/poolalloc.h"
 #include "poolalloc/tags.hpp"
 
@@ -647,6 +648,31 @@ TEST(MemoryTags, TwoHundredFiftyFiveTagsCanBeRegisteredAndUsedAndNoMore) {
   }
   for (void* p : blocks) free(p);
   for (const int id : ids) EXPECT_EQ(stats_of(id).live_blocks, 0u) << id;
+}
+
+// A growable Pool<T> keeps its slots in address space it reserves itself: no tag is charged for
+// them, only for the pool's bookkeeping (about 5 bytes a slot). One grown with
+// Growth::growable_from_new takes them from operator new, under the tag pushed.
+template <poolalloc::Growth kGrowth>
+std::uint64_t bytes_charged_for_a_pool_of(std::size_t objects, const char* tag_name) {
+  struct Particle {
+    float values[16];
+  };
+  const int tag = new_tag(tag_name);
+  poolalloc::Pool<Particle> pool(0, kGrowth);
+  EXPECT_EQ(poolalloc_tag_push(tag), 0);
+  for (std::size_t i = 0; i < objects; ++i) EXPECT_NE(pool.spawn(), nullptr);
+  EXPECT_EQ(poolalloc_tag_pop(), tag);
+  return stats_of(tag).live_bytes;
+}
+
+TEST(MemoryTags, AGrowablePoolsSlotsAreChargedToNoTagAndThoseOfAPoolGrownFromNewAre) {
+  constexpr std::size_t kObjects = 10'000;
+  EXPECT_LT(bytes_charged_for_a_pool_of<poolalloc::Growth::growable>(kObjects, "PoolInPlace"),
+            kObjects * 16);
+  EXPECT_GE(
+      bytes_charged_for_a_pool_of<poolalloc::Growth::growable_from_new>(kObjects, "PoolFromNew"),
+      kObjects * 72);
 }
 
 }  // namespace
