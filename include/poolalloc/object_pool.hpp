@@ -575,16 +575,18 @@ class Pool {
   }
 
   // Memory for `count` slots after the last, untouched: in the range that a Growth::growable pool
-  // reserves at its first growth while they fit there (so that its slots stay one run and a grown
-  // pool's get() is a full-size one's), else from operator new. nullptr when it cannot be had.
+  // reserves at its first growth, where the first chunk fits one, while they fit there (so that
+  // its slots stay one run and a grown pool's get() is a full-size one's), else from operator new
+  // (as where the system refuses the range's pages). nullptr when it cannot be had.
   Slot* new_slots(std::size_t count) {
-    if (growth_ == Growth::growable && alignof(Slot) <= 4096) {  // the range starts at a page
+    const std::size_t begin = std::size_t{capacity()} * sizeof(Slot);
+    const std::size_t bytes = count * sizeof(Slot);
+    constexpr std::size_t kRange = detail::AddressRange::kBytes;
+    constexpr bool kRangeAligned = alignof(Slot) <= 4096;  // a range starts at a page
+    if (growth_ == Growth::growable && kRangeAligned && begin <= kRange &&
+        bytes <= kRange - begin) {
       if (chunks_.count() == 0 && !range_) range_ = detail::AddressRange::reserve();
-      const std::size_t begin = std::size_t{capacity()} * sizeof(Slot);
-      const std::size_t bytes = count * sizeof(Slot);
-      constexpr std::size_t kRange = detail::AddressRange::kBytes;
-      if (range_ && begin <= kRange && bytes <= kRange - begin && range_.commit_to(begin + bytes))
-        return reinterpret_cast<Slot*>(range_.start() + begin);
+      if (range_.commit_to(begin + bytes)) return reinterpret_cast<Slot*>(range_.start() + begin);
     }
     return static_cast<Slot*>(
         ::operator new (count * sizeof(Slot), std::align_val_t{alignof(Slot)}, std::nothrow));

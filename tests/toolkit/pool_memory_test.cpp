@@ -281,6 +281,20 @@ TEST(PoolMemory, AtMost1024GrowablePoolsReserveTheirRangeAtOnce) {
   EXPECT_FALSE(spawn_takes_slots_from_new(later));
 }
 
+// A pool takes a range only for a first chunk that fits in it: one that cannot use a range leaves
+// it to another pool.
+TEST(PoolMemory, AGrowablePoolWhoseFirstChunkDoesNotFitARangeTakesNone) {
+  std::vector<Pool<Particle>> pools(1024);
+  for (Pool<Particle>& pool : pools) ASSERT_FALSE(spawn_takes_slots_from_new(pool));
+  pools.pop_back();  // one range left
+  constexpr std::size_t kPastARange =
+      poolalloc::detail::AddressRange::kBytes / Pool<Particle>::slot_bytes() + 1;
+  Pool<Particle> large(kPastARange, Growth::growable);
+  ASSERT_EQ(large.capacity(), kPastARange);
+  Pool<Particle> small;
+  EXPECT_FALSE(spawn_takes_slots_from_new(small));
+}
+
 // A range starts at a page: slots aligned to more than 4096 bytes come from operator new.
 TEST(PoolMemory, AGrowablePoolOfSlotsAlignedToMoreThan4096BytesGrowsFromNew) {
   struct alignas(8192) Aligned {

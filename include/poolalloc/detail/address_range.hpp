@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "poison.hpp"
+
 #if defined(_WIN64)
 // The three functions of <windows.h> that a range needs, declared as it declares them: the header
 // itself would define macros (min, max, near, far, ...) in every program that includes the toolkit.
@@ -53,6 +55,7 @@ class AddressRange {
   AddressRange& operator=(const AddressRange&) = delete;
   ~AddressRange() {
     if (start_ == nullptr) return;
+    remove_leak_root(start_, kBytes);
     release(start_);
     reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
   }
@@ -72,7 +75,11 @@ class AddressRange {
       return range;
     }
     range.start_ = reserve_pages();
-    if (range.start_ == nullptr) reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
+    if (range.start_ == nullptr) {
+      reserved_in_process().fetch_sub(kBytes, std::memory_order_relaxed);
+    } else {
+      add_leak_root(range.start_, kBytes);
+    }
     return range;
   }
 

@@ -1,5 +1,6 @@
 // AddressSanitizer's manual poisoning, so that a bump allocator's given-back bytes are reported
-// when touched; nothing in builds without AddressSanitizer.
+// when touched, and its leak checker's root regions, so that memory the toolkit maps itself is
+// searched for pointers to heap blocks; nothing in builds without AddressSanitizer.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 
 #if defined(POOLALLOC_DETAIL_ASAN)
 #include <sanitizer/asan_interface.h>
+#include <sanitizer/lsan_interface.h>
 #endif
 
 namespace poolalloc::detail {
@@ -34,6 +36,23 @@ inline void poison([[maybe_unused]] const void* begin, [[maybe_unused]] std::siz
 inline void unpoison([[maybe_unused]] const void* begin, [[maybe_unused]] std::size_t bytes) {
 #if defined(POOLALLOC_DETAIL_ASAN)
   ASAN_UNPOISON_MEMORY_REGION(begin, bytes);
+#endif
+}
+
+// The leak checker searches [begin, begin + bytes) for pointers to heap blocks (the parts of it
+// that are mapped and readable when it runs), as it searches the heap and the stacks but never
+// memory mapped by the program: a block reachable only from a Pool<T>'s slots in its range would
+// otherwise be reported as leaked.
+inline void add_leak_root([[maybe_unused]] const void* begin, [[maybe_unused]] std::size_t bytes) {
+#if defined(POOLALLOC_DETAIL_ASAN)
+  __lsan_register_root_region(begin, bytes);
+#endif
+}
+
+inline void remove_leak_root([[maybe_unused]] const void* begin,
+                             [[maybe_unused]] std::size_t bytes) {
+#if defined(POOLALLOC_DETAIL_ASAN)
+  __lsan_unregister_root_region(begin, bytes);
 #endif
 }
 
