@@ -63,6 +63,28 @@ TEST(OnePerThread, PoolsInParallelThreadsKeepTheirObjectsApart) {
   for (bool ok : intact) EXPECT_TRUE(ok);
 }
 
+// Growable pools created on several threads at once, more than the 1,024 whose ranges a process
+// holds: each works, with a range or without, and every range comes back when its pool goes (a
+// pool grown after them has its slots in one run, as in a range).
+TEST(OnePerThread, GrowablePoolsRaceForTheProcesssRangesAndGiveThemBack) {
+  std::array<bool, kThreads> intact{};
+  on_threads([&](int t) {
+    std::vector<poolalloc::Pool<int>> pools(400);
+    bool ok = true;
+    for (poolalloc::Pool<int>& pool : pools) {
+      const int* object = pool.spawn(t);
+      ok = ok && object != nullptr && *object == t;
+    }
+    intact[t] = ok;
+  });
+  for (bool ok : intact) EXPECT_TRUE(ok);
+  poolalloc::Pool<int> later;
+  const auto* first = reinterpret_cast<const std::byte*>(later.spawn(0));
+  for (int i = 1; i < 5000; ++i) {
+    ASSERT_EQ(reinterpret_cast<const std::byte*>(later.spawn(i)), first + i * later.slot_bytes());
+  }
+}
+
 TEST(OnePerThread, FramesAndPoolResourcesInParallelThreads) {
   std::array<std::size_t, kThreads> sums{};
   on_threads([&](int t) {
