@@ -22,7 +22,9 @@
 // A fixed pool is one chunk of slots; a growable one, when full (or on reserve()), adds a chunk
 // that takes its capacity to at least twice what it was, and at least 64 slots more, rounded up
 // to a power of two, and never moves an object to grow; a slot's address is found in O(1) however
-// many chunks (detail/slot_chunks.hpp). Creating or growing a pool touches none of its slots: a
+// many chunks (detail/slot_chunks.hpp). A Growth::growable pool lays its chunks end to end in
+// address space it reserves (detail/address_range.hpp), so that its slots stay one array, as a
+// fixed pool's are. Creating or growing a pool touches none of its slots: a
 // slot gets its stamp when it is first used. Not thread-safe, by choice: use one pool per thread
 // (or Synchronized<Pool<T>>).
 #pragma once
@@ -623,15 +625,16 @@ class Pool {
 
   // The live object of `key`: the slot of the id's number while the id sits there (the stamp is
   // the key with no bit of the not-live one), else the slot that compaction moved the id to. In a
-  // pool of one chunk (every fixed pool) the slot's address is the chunk's base plus the id's
-  // offset; in a grown one, the base of its 64-slot word's chunk from a table, without a branch
-  // (and with a mask where the first chunk ends inside a word), so that ids spread across the
-  // first chunk and the others take no mispredicted branch. The tests of the chunks do not depend
-  // on the handle: in a loop of gets, g++ 12 -O3 makes one loop of it for each case (13, 17 and 22
-  // instructions a get and read in the anchors' loop: one chunk, a grown pool, a grown pool whose
-  // first chunk ends inside a word; a classic slot map takes 13; 13 and 23 before the table was
-  // by word and the miss out of line). All is derived from the handle's 8 bytes, so that the
-  // compiler keeps what it can in registers across the loop and loads each handle once.
+  // pool whose slots are one run (every fixed pool, and a growable one grown in its range) the
+  // slot's address is the run's base plus the id's offset; in one grown in chunks apart, the base
+  // of its 64-slot word's chunk from a table, without a branch (and with a mask where the first
+  // chunk ends inside a word), so that ids spread across the first chunk and the others take no
+  // mispredicted branch. The tests of the chunks do not depend on the handle: in a loop of gets,
+  // g++ 12 -O3 makes one loop of it for each case (13, 17 and 22 instructions a get and read in the
+  // anchors' loop: one run, chunks apart, chunks apart whose first ends inside a word; a classic
+  // slot map takes 13; 13 and 23 before the table was by word and the miss out of line). All is
+  // derived from the handle's 8 bytes, so that the compiler keeps what it can in registers across
+  // the loop and loads each handle once.
   [[nodiscard]] T* find(detail::HandleKey key) const {
     const Stamp wanted = Handles::live(key);
     const auto id = static_cast<std::uint32_t>(wanted);
