@@ -2,6 +2,7 @@
 // beside memory it did not place, and what a PoolResource keeps when its bookkeeping runs out
 // of memory, by replacing the global operator new and delete (in an executable of its own,
 // since the replacement holds for the whole program).
+#include <poolalloc/detail/poison.hpp>  // POOLALLOC_DETAIL_ASAN
 #include <poolalloc/frame_allocator.hpp>
 #include <poolalloc/object_pool.hpp>
 #include <poolalloc/pmr.hpp>
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory_resource>
 #include <new>
@@ -218,6 +220,21 @@ TEST(PoolMemory, GrowthTouchesNoSlotOfTheNewChunk) {
   EXPECT_GE(resident_pages(slots, grown), 1'000'000 * pool.slot_bytes() / 4096 / 2);
 }
 
+// shrink() gives the pages of the chunks it takes away back to the system.
+TEST(PoolMemory, ShrinkGivesTheRangesPagesBackToTheSystem) {
+  Pool<Particle> pool;
+  std::vector<Particle*> objects;
+  for (int i = 0; i < 100'000; ++i) objects.push_back(pool.spawn());
+  const std::byte* slots = reinterpret_cast<const std::byte*>(objects[0]);
+  const std::byte* end = slots + pool.capacity() * pool.slot_bytes();
+  const std::byte* past_first = slots + 64 * pool.slot_bytes();  // the first chunk stays
+  ASSERT_GT(resident_pages(past_first, end), 500u);
+  for (Particle* object : objects) pool.despawn(object);
+  EXPECT_GT(pool.shrink(), 0u);
+  ASSERT_EQ(pool.capacity(), 64u);
+  EXPECT_LE(resident_pages(past_first, end), 1u);
+}
+
 TEST(PoolMemory, ASlotIsTheObjectAndAnEightByteStampRoundedUpToItsAlignmentAndToEight) {
   static_assert(Pool<Particle>::slot_bytes() == sizeof(Particle) + 8);
   static_assert(Pool<char>::slot_bytes() == 16);  // 9, rounded up to the stamp's 8
@@ -337,6 +354,46 @@ TEST(PoolMemory, WhereTheAddressSpaceIsLimitedAGrowablePoolGrowsFromNew) {
         setrlimit(RLIMIT_AS, &limit);
         Pool<Particle> pool;
         std::_Exit(spawn_takes_slots_from_new(pool) ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+}
+#endif
+
+#if defined(__linux__) && !defined(POOLALLOC_DETAIL_ASAN)
+// What /proc/self/status says of the process's data (VmData), in bytes.
+std::size_t data_bytes() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  std::size_t kib = 0;
+  while (std::fgets(line, sizeof line, status) != nullptr) {
+    if (std::sscanf(line, "VmData: %zu kB", &kib) == 1) break;
+  }
+  std::fclose(status);
+  return kib * 1024;
+}
+
+// Where the system refuses the range's pages (mprotect to writable counts against RLIMIT_DATA on
+// Linux), the chunk comes from operator new, here from a block that malloc had freed before.
+TEST(PoolMemory, AChunkWhoseRangePagesTheSystemRefusesComesFromNew) {
+  EXPECT_EXIT(
+      {
+        struct Kilobyte {
+          char bytes[1024];
+        };
+        Pool<Kilobyte> pool(64, Growth::growable);
+        for (int i = 0; i < 64; ++i) {
+          if (pool.spawn() == nullptr) std::_Exit(2);
+        }
+        std::free(std::malloc(1 << 20));  // room in malloc's heap for the next chunk, then freed
+        rlimit limit{};
+        getrlimit(RLIMIT_DATA, &limit);
+        limit.rlim_cur = data_bytes();
+        if (limit.rlim_cur == 0 || setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
+        const std::size_t before = live_bytes;
+        const Kilobyte* grown = pool.spawn();
+        const bool from_new = live_bytes - before >= 64 * pool.slot_bytes();
+        std::_Exit(grown != nullptr && from_new && pool.capacity() == 128 ? 0 : 1);
       },
       testing::ExitedWithCode(0), "");
 }
