@@ -374,26 +374,24 @@ std::size_t data_bytes() {
 }
 
 // Where the system refuses the range's pages (mprotect to writable counts against RLIMIT_DATA on
-// Linux), the chunk comes from operator new, here from a block that malloc had freed before.
+// Linux), the chunk comes from operator new: here from `arena`, which the replaced operator new
+// hands out without malloc. 128 slots of 24 bytes fill the range's first page; the next 128 need
+// its second.
 TEST(PoolMemory, AChunkWhoseRangePagesTheSystemRefusesComesFromNew) {
   EXPECT_EXIT(
       {
-        struct Kilobyte {
-          char bytes[1024];
-        };
-        Pool<Kilobyte> pool(64, Growth::growable);
-        for (int i = 0; i < 64; ++i) {
+        Pool<Particle> pool(128, Growth::growable);
+        for (int i = 0; i < 128; ++i) {
           if (pool.spawn() == nullptr) std::_Exit(2);
         }
-        std::free(std::malloc(1 << 20));  // room in malloc's heap for the next chunk, then freed
         rlimit limit{};
         getrlimit(RLIMIT_DATA, &limit);
         limit.rlim_cur = data_bytes();
         if (limit.rlim_cur == 0 || setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
-        const std::size_t before = live_bytes;
-        const Kilobyte* grown = pool.spawn();
-        const bool from_new = live_bytes - before >= 64 * pool.slot_bytes();
-        std::_Exit(grown != nullptr && from_new && pool.capacity() == 128 ? 0 : 1);
+        place_next = arena;
+        const Particle* grown = pool.spawn();
+        const bool from_new = place_next == nullptr && static_cast<const void*>(grown) == arena;
+        std::_Exit(from_new && pool.capacity() == 256 ? 0 : 1);
       },
       testing::ExitedWithCode(0), "");
 }
