@@ -577,21 +577,32 @@ class Pool {
   }
 
   // Memory for `count` slots after the last, untouched: in the range that a Growth::growable pool
-  // reserves at its first growth, where the first chunk fits one, while they fit there (so that
-  // its slots stay one run and a grown pool's get() is a full-size one's), else from operator new
-  // (as where the system refuses the range's pages). nullptr when it cannot be had.
+  // reserves at its first growth, where the first chunk fits one, while they fit there and every
+  // slot before them lies there (so that its slots stay one run and a grown pool's get() is a
+  // full-size one's), else from operator new. Where the system refuses the range's pages, the
+  // chunk comes from operator new, and so do the chunks after it until shrink() gives it back; a
+  // first chunk so refused leaves the range of no use to the pool, which gives it back. nullptr
+  // when the memory cannot be had.
   Slot* new_slots(std::size_t count) {
     const std::size_t begin = std::size_t{capacity()} * sizeof(Slot);
     const std::size_t bytes = count * sizeof(Slot);
     constexpr std::size_t kRange = detail::AddressRange::kBytes;
     constexpr bool kRangeAligned = alignof(Slot) <= 4096;  // a range starts at a page
     if (growth_ == Growth::growable && kRangeAligned && begin <= kRange &&
-        bytes <= kRange - begin) {
-      if (chunks_.count() == 0 && !range_) range_ = detail::AddressRange::reserve();
+        bytes <= kRange - begin && all_slots_in_range()) {
+      const bool first_chunk = chunks_.count() == 0;
+      if (first_chunk && !range_) range_ = detail::AddressRange::reserve();
       if (range_.commit_to(begin + bytes)) return reinterpret_cast<Slot*>(range_.start() + begin);
+      if (first_chunk) range_ = detail::AddressRange();
     }
     return static_cast<Slot*>(
         ::operator new (count * sizeof(Slot), std::align_val_t{alignof(Slot)}, std::nothrow));
+  }
+
+  // Whether every slot lies in the range, where the next chunk would follow them (a pool of none
+  // has all its slots there).
+  [[nodiscard]] bool all_slots_in_range() const {
+    return chunks_.count() == 0 || (chunks_.one_run() && range_.holds(chunks_.first().slots));
   }
 
   // Gives back the memory of the chunk at `slots`, the last: to the system where it lies in the

@@ -373,10 +373,19 @@ std::size_t data_bytes() {
   return kib * 1024;
 }
 
-// Where the system refuses the range's pages (mprotect to writable counts against RLIMIT_DATA on
-// Linux), the chunk comes from operator new: here from `arena`, which the replaced operator new
-// hands out without malloc. 128 slots of 24 bytes fill the range's first page; the next 128 need
-// its second.
+// Lowers RLIMIT_DATA to what the process has: the range's pages can no longer be made writable
+// (mprotect to writable counts against it on Linux). False where it cannot.
+bool refuse_more_data() {
+  rlimit limit{};
+  getrlimit(RLIMIT_DATA, &limit);
+  limit.rlim_cur = data_bytes();
+  return limit.rlim_cur != 0 && setrlimit(RLIMIT_DATA, &limit) == 0;
+}
+
+// Where the system refuses the range's pages, the chunk comes from operator new: here from
+// `arena`, which the replaced operator new hands out without malloc (128 slots of 24 bytes fill
+// the range's first page; the next 128 need its second). So do the chunks after it, which would
+// not follow the pool's slots in the range.
 TEST(PoolMemory, AChunkWhoseRangePagesTheSystemRefusesComesFromNew) {
   EXPECT_EXIT(
       {
@@ -384,14 +393,52 @@ TEST(PoolMemory, AChunkWhoseRangePagesTheSystemRefusesComesFromNew) {
         for (int i = 0; i < 128; ++i) {
           if (pool.spawn() == nullptr) std::_Exit(2);
         }
-        rlimit limit{};
-        getrlimit(RLIMIT_DATA, &limit);
-        limit.rlim_cur = data_bytes();
-        if (limit.rlim_cur == 0 || setrlimit(RLIMIT_DATA, &limit) != 0) std::_Exit(3);
+        rlimit before{};
+        getrlimit(RLIMIT_DATA, &before);
+        if (!refuse_more_data()) std::_Exit(3);
         place_next = arena;
         const Particle* grown = pool.spawn();
         const bool from_new = place_next == nullptr && static_cast<const void*>(grown) == arena;
-        std::_Exit(from_new && pool.capacity() == 256 ? 0 : 1);
+        if (!from_new || pool.capacity() != 256) std::_Exit(1);
+        setrlimit(RLIMIT_DATA, &before);
+        for (int i = 129; i < 256; ++i) {
+          if (pool.spawn() == nullptr) std::_Exit(2);
+        }
+        const std::size_t bytes = live_bytes;
+        if (pool.spawn() == nullptr) std::_Exit(2);
+        std::_Exit(live_bytes - bytes >= 256 * pool.slot_bytes() ? 0 : 4);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+// The reserved ranges of 1 GiB in /proc/self/maps.
+int ranges_mapped() {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return -1;
+  char line[512];
+  int ranges = 0;
+  unsigned long begin = 0;
+  unsigned long end = 0;
+  while (std::fgets(line, sizeof line, maps) != nullptr) {
+    if (std::sscanf(line, "%lx-%lx", &begin, &end) == 2 &&
+        end - begin == poolalloc::detail::AddressRange::kBytes)
+      ++ranges;
+  }
+  std::fclose(maps);
+  return ranges;
+}
+
+// A first chunk whose pages the system refuses comes from operator new, and the pool gives its
+// range back, which no later chunk could use.
+TEST(PoolMemory, AGrowablePoolWhoseFirstChunkTheSystemRefusesGivesItsRangeBack) {
+  EXPECT_EXIT(
+      {
+        const int before = ranges_mapped();
+        if (!refuse_more_data()) std::_Exit(3);
+        place_next = arena;
+        Pool<Particle> pool(128, Growth::growable);
+        if (place_next != nullptr || pool.capacity() != 128) std::_Exit(1);
+        std::_Exit(ranges_mapped() == before ? 0 : 4);
       },
       testing::ExitedWithCode(0), "");
 }
