@@ -591,7 +591,7 @@ class Pool {
     if (growth_ == Growth::growable && kRangeAligned && begin <= kRange &&
         bytes <= kRange - begin && all_slots_in_range()) {
       const bool first_chunk = chunks_.count() == 0;
-      if (first_chunk && !range_) range_ = detail::AddressRange::reserve();
+      if (first_chunk) range_ = detail::AddressRange::reserve();
       if (range_.commit_to(begin + bytes)) return reinterpret_cast<Slot*>(range_.start() + begin);
       if (first_chunk) range_ = detail::AddressRange();
     }

@@ -20,7 +20,7 @@
 #include "poison.hpp"
 
 #if defined(_WIN64)
-// The three functions of <windows.h> that a range needs, declared as it declares them: the header
+// The two functions of <windows.h> that a range needs, declared as it declares them: the header
 // itself would define macros (min, max, near, far, ...) in every program that includes the toolkit.
 extern "C" {
 __declspec(dllimport) void* __stdcall VirtualAlloc(void* address, unsigned long long bytes,
@@ -112,9 +112,6 @@ class AddressRange {
     if (from < committed_ && decommit(start_ + from, committed_ - from)) committed_ = from;
   }
 
-  // The bytes from start() on that are committed: a whole number of pages.
-  [[nodiscard]] std::size_t committed() const { return committed_; }
-
  private:
   static std::atomic<std::size_t>& reserved_in_process() {
     static std::atomic<std::size_t> bytes{0};
@@ -131,9 +128,10 @@ class AddressRange {
 #if defined(_WIN64)
   static constexpr unsigned long kCommit = 0x1000, kReserve = 0x2000, kDecommit = 0x4000,
                                  kRelease = 0x8000, kNoAccess = 0x01, kReadWrite = 0x04;
+  // Every Windows on x86-64 and ARM64.
   static std::size_t page_size() {
     return 4096;
-  }  // every Windows on x86-64 and ARM64
+  }
   static bool address_space_is_limited() {
     return false;
   }
