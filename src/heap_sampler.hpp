@@ -48,9 +48,11 @@ void give_back_spare_sample_blocks(bool wait_for_fork = true);
 // A free of p outside the pool region: a sampled allocation leaves the profile's in-use figures.
 // True when p was kept as a spare: the caller gives it to nobody. A free of any other block,
 // which glibc may trim its heap after, gives the spares back first: a spare above it would keep
-// glibc from trimming down to it.
+// glibc from trimming down to it. A free of nullptr frees nothing, and never reaches
+// forget_sample, whose address while fork() holds the samples' lock must not be 0
+// (heap_samples.cpp, defer_forget).
 inline bool forget_if_sampled(const void* p) {
-  if (!sample_records_hold_blocks()) [[likely]]
+  if (p == nullptr || !sample_records_hold_blocks()) [[likely]]
     return false;
   if (forget_sample(p, true) == Forgotten::kKeptAsSpare) return true;
   give_back_spare_sample_blocks(false);

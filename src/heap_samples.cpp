@@ -202,6 +202,8 @@ void remove_live(std::uint32_t i) {
   g_samples.live_count.store(g_samples.live.used, std::memory_order_relaxed);
 }
 
+// `address` is not 0 (forget_sample's block is not nullptr): a slot of 0 is one claimed and not
+// stored yet, which the next holder of the lock waits for (drain_claimed_forgets).
 void defer_forget(std::uintptr_t address) {
   const std::uint32_t i = g_samples.deferred_count.fetch_add(1, std::memory_order_acq_rel);
   if (i < kDeferredForgets) g_deferred_forgets[i].store(address, std::memory_order_release);

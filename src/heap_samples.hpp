@@ -79,7 +79,7 @@ struct SampleRecord {
 // Takes a live sampled allocation out of the in-use figures (into `removed`, when given), and
 // keeps its block as a spare when `may_keep` (a free, not a realloc) and there is room. A block
 // that waits as a spare, freed or reallocated again, is reported as a double free (the process
-// aborts).
+// aborts). `block` is not nullptr.
 Forgotten forget_sample(const void* block, bool may_keep, SampleRecord* removed = nullptr);
 
 // Puts back the sample that forget_sample took out of `block`, which a realloc that failed left

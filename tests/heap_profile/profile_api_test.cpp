@@ -91,6 +91,17 @@ TEST_F(ProfileApi, FreesWhileAnotherThreadForksTakeTheirSamplesOut) {
       << text;
 }
 
+// A free of nullptr while fork() held the samples' lock once left a slot of the frees deferred
+// meanwhile that the next sample's record waited for forever.
+TEST_F(ProfileApi, FreesOfNullWhileAnotherThreadForksLeaveTheProfileWorking) {
+  ASSERT_EQ(run_in(directory_.path(), "", "timeout 60 " + kProbe + " api-fork-free-null"), 0);
+  std::string text;
+  EXPECT_GT(figure_of(pprof_top(kProbe, directory_.path() + "/call.pb", "alloc_space", &text),
+                      "probe_churn_site"),
+            0)
+      << text;
+}
+
 TEST_F(ProfileApi, ABlockThatAFailedReallocLeavesStaysInUse) {
   // 16 blocks of 1 MiB, every one sampled (with the chance 1 - e^(-2^20)): exactly 16 MiB.
   EXPECT_EQ(live_site("api-realloc-fail", "inuse_space"), 16 * kMiB);

@@ -19,6 +19,7 @@
 //                                    their first malloc
 //   profile_probe api-fork-frees     two threads allocate and free at probe_churn_site (nothing
 //                                    stays live) while the main thread forks 40 times
+//   profile_probe api-fork-free-null the same, and a third thread frees nullptr in a loop
 //   profile_probe api-exact    1000 blocks of 100 bytes at probe_live_site, dumped with sampling
 //                              off (the debug build's dump is exact)
 //   profile_probe api-realloc-fail  every allocation sampled: 16 blocks of 1 MiB at
@@ -170,15 +171,21 @@ int main(int argc, char** argv) {
     for (std::thread& thread : threads) thread.join();
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
   }
-  if (mode == "api-fork-frees") {
+  if (mode == "api-fork-frees" || mode == "api-fork-free-null") {
     poolalloc_profile_sample(64 * 1024);
     {
       Churners churners;
+      std::atomic<bool> stop{false};
+      std::thread null_freer([&stop, &mode] {
+        while (mode == "api-fork-free-null" && !stop.load()) std::free(nullptr);
+      });
       for (int i = 0; i < 40; ++i) {
         const pid_t child = fork();
         if (child == 0) _exit(0);
         waitpid(child, nullptr, 0);
       }
+      stop = true;
+      null_freer.join();
     }
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
   }
