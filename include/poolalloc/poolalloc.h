@@ -90,8 +90,9 @@ int poolalloc_profile_dump(const char* path);
 /* The id (1 to 255) of `name`, registering it if it is new: a name registered again gets the
  * same id ("untagged", the name of POOLALLOC_TAG_UNTAGGED, gets 0). The name is copied. -1 with
  * errno EINVAL (NULL, empty or longer than 63 bytes), ENOSPC (255 tags exist), ENOMEM or EAGAIN
- * (called by the forking thread inside fork(): from a fork handler). Called by another thread
- * while a fork runs, it waits for the fork to end. */
+ * (called by the forking thread inside fork(), from a fork handler, while the process has other
+ * threads; a process of one thread takes no lock for fork, as glibc's malloc, and the call
+ * succeeds). Called by another thread while a fork runs, it waits for the fork to end. */
 int poolalloc_tag_register(const char* name);
 /* Makes `id` (a registered tag, or POOLALLOC_TAG_UNTAGGED) the calling thread's current tag: 0,
  * or -1 with errno EINVAL (not a registered id; nothing changes), EOVERFLOW (64 tags pushed
@@ -115,7 +116,7 @@ int poolalloc_tag_current(void);
  * poolalloc_stats). peak_bytes is the most bytes the tag had out of its spans at once: its live
  * blocks, plus its free pooled blocks that waited in thread caches and central stacks then, those
  * freed and those a refill took into a thread cache before malloc handed them out (at least the
- * live peak, above it by what waited: one malloc(16) under a new tag shows 256). */
+ * live peak, above it by what waited: one malloc(16) under a new tag shows 128). */
 struct poolalloc_tag_stats {
   uint64_t live_bytes;
   uint64_t live_blocks;
@@ -144,7 +145,8 @@ int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out);
  * noexcept). `over` may be NULL: the crossings are then only counted (over_budget).
  *
  * bytes POOLALLOC_TAG_NO_BUDGET removes the budget. Returns 0, or -1 with errno EINVAL (not a
- * registered id; nothing changes). */
+ * registered id) or EAGAIN (from a fork handler while fork() runs in a process of more than one
+ * thread); nothing changes then. */
 #define POOLALLOC_TAG_NO_BUDGET UINT64_MAX
 /* NOLINTNEXTLINE(modernize-use-using): a C header */
 typedef void (*poolalloc_tag_over_budget)(int id, uint64_t out_bytes, uint64_t budget_bytes,

@@ -493,6 +493,19 @@ TEST(MemoryTags, WhatPoolallocLooksUpInGlibcUnderATagIsChargedToNoTag) {
   free(large);
 }
 
+// Turning the heap profile on loads libunwind, whose loading allocates: charged to no tag, though
+// a tag is current. (Loaded once per process: run alone, as ctest runs each test, this is the
+// first.)
+TEST(MemoryTags, WhatTurningTheProfileOnLoadsUnderATagIsChargedToNoTag) {
+  const int tag = new_tag("ProfileOn");
+  ASSERT_EQ(poolalloc_tag_push(tag), 0);
+  ASSERT_EQ(poolalloc_profile_sample(1 << 20), 0);
+  ASSERT_EQ(poolalloc_tag_pop(), tag);
+  ASSERT_EQ(poolalloc_profile_sample(0), 0);
+  EXPECT_EQ(stats_of(tag).live_blocks, 0u);
+  EXPECT_EQ(stats_of(tag).live_bytes, 0u);
+}
+
 // A job system: a pool of workers, each job pushing its own tag on the worker that runs it.
 TEST(MemoryTags, AJobSystemChargesEachJobsAllocationsToItsTag) {
   constexpr int kTags = 6;
