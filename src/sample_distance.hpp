@@ -21,7 +21,9 @@ inline constinit std::atomic<std::int64_t> g_sample_mean{0};
 inline constinit std::atomic<std::uint32_t> g_sample_settings{1};
 
 // A uniform draw from (0, 1] (xorshift64* on `state`), then the exponential distance
-// -ln(u) * mean; kNoSampleBytes while sampling is off.
+// -ln(u) * mean in whole bytes, rounded down (a geometric distance: an allocation of s bytes,
+// sampled when it counts the distance below 0, is so with the chance 1 - e^(-s/mean) exactly,
+// at any mean); kNoSampleBytes while sampling is off.
 inline std::int64_t draw_sample_distance(std::uint64_t& state) {
   const std::int64_t mean = g_sample_mean.load(std::memory_order_relaxed);
   if (mean == 0) return kNoSampleBytes;
@@ -32,7 +34,7 @@ inline std::int64_t draw_sample_distance(std::uint64_t& state) {
   const std::uint64_t bits = (state * 0x2545F4914F6CDD1DULL) >> 11;
   const double uniform = static_cast<double>(bits + 1) * 0x1.0p-53;
   const double distance = -natural_log(uniform) * static_cast<double>(mean);
-  return distance < 1 ? 1 : static_cast<std::int64_t>(distance);
+  return static_cast<std::int64_t>(distance);
 }
 
 }  // namespace poolalloc::internal

@@ -284,6 +284,20 @@ void settle_malloc_countdown(ThreadCache& cache) {
   cache.malloc_bytes_set = CacheBins::malloc_bytes_before_slow_path(cache);
 }
 
+// Whether the sampling settings (the mean) changed since the thread drew its distance.
+bool sample_settings_changed(const ThreadCache& cache) {
+  return cache.sample_settings != g_sample_settings.load(std::memory_order_relaxed);
+}
+
+// A new cache, or a new mean set by any thread: a new distance, less the `counted` bytes of the
+// request at hand (a thread's first mallocs are sampled as any other). A thread comes here at its
+// next malloc slow path or look at the clock, whichever is first: one whose bins serve every
+// malloc, a loop that frees what it allocates, reaches only the look.
+void take_new_sample_settings(ThreadCache& cache, std::int64_t counted) {
+  cache.sample_settings = g_sample_settings.load(std::memory_order_relaxed);
+  cache.bytes_to_sample = draw_sample_distance(cache.sample_random) - counted;
+}
+
 void restart_malloc_countdown(ThreadCache& cache) {
   cache.malloc_bytes_set = std::min(cache.bytes_to_sample, cache.bytes_to_clock);
   CacheBins::malloc_bytes_before_slow_path(cache) = cache.malloc_bytes_set;
@@ -304,6 +318,7 @@ void housekeeping(ThreadCache& cache, unsigned bin, bool for_the_clock) {
     cache.clock_look_due = false;
     settle_malloc_countdown(cache);
     cache.bytes_to_clock = std::int64_t{calls_before_clock} * kMallocBytesPerClockCall;
+    if (sample_settings_changed(cache)) take_new_sample_settings(cache, 0);
     restart_malloc_countdown(cache);
   }
   serve_stack_drain_request();
@@ -422,17 +437,10 @@ bool count_malloc_bytes(std::size_t size) {
   // not the pools'). A request that a reclaim of its bin sent here after the fast path counted
   // it is counted twice: rare, and at worst a sample a request early.
   if (left >= 0) left -= static_cast<std::int64_t>(size);
-  const std::uint32_t settings = g_sample_settings.load(std::memory_order_relaxed);
-  const bool new_settings = cache->sample_settings != settings;
+  const bool new_settings = sample_settings_changed(*cache);
   if (left >= 0 && !new_settings) return false;
   settle_malloc_countdown(*cache);
-  if (new_settings) {
-    // A new cache, or a new mean: a new distance, which this request counts against already (a
-    // thread's first mallocs are sampled as any other).
-    cache->sample_settings = settings;
-    cache->bytes_to_sample =
-        draw_sample_distance(cache->sample_random) - static_cast<std::int64_t>(size);
-  }
+  if (new_settings) take_new_sample_settings(*cache, static_cast<std::int64_t>(size));
   bool sample = false;
   if (cache->bytes_to_sample < 0) {
     sample = g_sample_mean.load(std::memory_order_relaxed) != 0;

@@ -67,8 +67,9 @@ int poolalloc_get_stats(struct poolalloc_stats* stats);
  * a sample of the allocations, one in about every
  * mean_bytes bytes allocated, with their call stacks, written in pprof's format.
  * poolalloc_profile_sample sets the mean and turns sampling on, or off with 0 (off by default;
- * POOLALLOC_PROFILE=1 starts it at POOLALLOC_PROFILE_SAMPLE, 512 KiB by default). Returns 0, or
- * -1 with errno EINVAL for a mean above 1 TiB. */
+ * POOLALLOC_PROFILE=1 starts it at POOLALLOC_PROFILE_SAMPLE, 512 KiB by default): for the
+ * calling thread at once, for the others within a few thousand of their calls. Returns 0, or -1
+ * with errno EINVAL for a mean above 1 TiB. */
 int poolalloc_profile_sample(size_t mean_bytes);
 
 /* Writes the heap profile to path (NULL: POOLALLOC_PROFILE_PREFIX, "poolalloc" in the directory

@@ -102,6 +102,18 @@ TEST_F(ProfileApi, FreesOfNullWhileAnotherThreadForksLeaveTheProfileWorking) {
       << text;
 }
 
+// Sampling turned on by a call holds for every thread, also one whose thread cache serves each
+// of its mallocs without a slow path (it frees each block before the next malloc): 64 MiB at a
+// mean of 64 KiB, some 1,000 samples (a spread of 3 %).
+TEST_F(ProfileApi, SamplingTurnedOnByACallHoldsForAThreadAlreadyLooping) {
+  ASSERT_EQ(run_in(directory_.path(), "", kProbe + " api-late-worker"), 0);
+  std::string text;
+  const double sampled = figure_of(
+      pprof_top(kProbe, directory_.path() + "/call.pb", "alloc_space", &text), "probe_churn_site");
+  EXPECT_GT(sampled, 0.85 * 64 * kMiB) << text;
+  EXPECT_LT(sampled, 1.15 * 64 * kMiB) << text;
+}
+
 TEST_F(ProfileApi, ABlockThatAFailedReallocLeavesStaysInUse) {
   // 16 blocks of 1 MiB, every one sampled (with the chance 1 - e^(-2^20)): exactly 16 MiB.
   EXPECT_EQ(live_site("api-realloc-fail", "inuse_space"), 16 * kMiB);

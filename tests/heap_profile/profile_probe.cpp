@@ -20,6 +20,9 @@
 //   profile_probe api-fork-frees     two threads allocate and free at probe_churn_site (nothing
 //                                    stays live) while the main thread forks 40 times
 //   profile_probe api-fork-free-null the same, and a third thread frees nullptr in a loop
+//   profile_probe api-late-worker    a thread that allocates and frees blocks of 64 bytes at
+//                                    probe_churn_site, one at a time, before and after the main
+//                                    thread turns sampling on: 64 MiB after
 //   profile_probe api-exact    1000 blocks of 100 bytes at probe_live_site, dumped with sampling
 //                              off (the debug build's dump is exact)
 //   profile_probe api-realloc-fail  every allocation sampled: 16 blocks of 1 MiB at
@@ -187,6 +190,25 @@ int main(int argc, char** argv) {
       stop = true;
       null_freer.join();
     }
+    return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
+  if (mode == "api-late-worker") {
+    std::atomic<int> phase{0};  // 1: the worker looped; 2: sampling is on
+    std::thread worker([&phase] {
+      const auto pairs = [](std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) std::free(probe_churn_site(64));
+      };
+      pairs(1000);
+      phase = 1;
+      while (phase.load() != 2) {
+      }
+      pairs(kMiB);
+    });
+    while (phase.load() != 1) {
+    }
+    poolalloc_profile_sample(64 * 1024);
+    phase = 2;
+    worker.join();
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
   }
   if (mode == "api-realloc-fail") {
