@@ -71,9 +71,12 @@ bool set_tag_budget(int id, std::uint64_t bytes, poolalloc_tag_over_budget over,
   }
   budget.over = over;
   budget.context = context;
-  budget.bytes.store(bytes, std::memory_order_relaxed);
+  const std::uint64_t before = budget.bytes.exchange(bytes, std::memory_order_relaxed);
   g_budget_lock.unlock();
-  if (tag_out_bytes(tag) > bytes) note_crossing(tag);
+  // Over the new budget, and within the one before (or none): a crossing. A tag over its budget
+  // already, whose budget is set again, has not come back under: no call.
+  const std::uint64_t out = tag_out_bytes(tag);
+  if (out > bytes && out <= before) note_crossing(tag);
   run_due_budget_calls();
   return true;
 }

@@ -178,6 +178,7 @@ void recharge_system_block(void* block, SystemCharge charge) {
   const int saved_errno = errno;
   record(record_of(reinterpret_cast<std::uintptr_t>(block), charge.tag, charge.bytes));
   errno = saved_errno;
+  run_due_budget_calls();  // a realloc that grew the block in place may have taken it over
 }
 
 TaggedSystemUsage tagged_system_usage(unsigned tag) {

@@ -110,7 +110,7 @@ int poolalloc_tag_pop(void);
 int poolalloc_tag_current(void);
 
 /* A tag's figures. Exact while no other thread allocates or frees (as poolalloc_stats; while
- * others do, each figure is right but they are not one snapshot). live_bytes counts a pooled
+ * others do, a figure may be off by what they did while it was read). live_bytes counts a pooled
  * block (up to 32 KiB) at its size class, what malloc_usable_size says of it (no block has a
  * header to keep the size asked for), and a larger block at the size asked for. The
  * untagged figures count pooled blocks only (larger untagged blocks are system_bytes of
@@ -136,14 +136,15 @@ int poolalloc_get_tag_stats(int id, struct poolalloc_tag_stats* out);
  * refill of a thread's bin at a time (up to half the bin's capacity: 64 KiB at most) and a
  * block above the pools at a time, so the tag goes over at the refill or the large malloc
  * that takes it there, and comes back under when the blocks waiting for it go back to their
- * spans or a large block is freed. A budget set below what the tag has out counts as going over.
+ * spans or a large block is freed. A budget set below what the tag has out counts as going over,
+ * unless the tag was over its budget before already.
  *
  * `over` runs in the thread whose malloc took the tag over (or another thread's malloc that
  * comes first), inside that malloc, after it left the allocator's locks and before it returns.
  * It may allocate and free, read the tags' figures, set budgets and write its log; a tag that
- * goes over during the call (in the same thread) has its call after this one returns, at a
- * later malloc. It must return: no longjmp, no exception through it (a C++ callback is
- * noexcept). `over` may be NULL: the crossings are then only counted (over_budget).
+ * goes over during the call (in the same thread) has its call after this one returns, in the
+ * same malloc or a later one. It must return: no longjmp, no exception through it (a C++
+ * callback is noexcept). `over` may be NULL: the crossings are then only counted (over_budget).
  *
  * bytes POOLALLOC_TAG_NO_BUDGET removes the budget. Returns 0, or -1 with errno EINVAL (not a
  * registered id) or EAGAIN (from a fork handler while fork() runs in a process of more than one

@@ -130,6 +130,44 @@ TEST(TagBudgets, ABudgetSetBelowWhatTheTagHoldsCallsTheCallbackInTheSet) {
   free(block);
 }
 
+// A tag over its budget whose budget is set again (a game that applies its budgets every frame)
+// has not gone over again: no call, until it comes back under and goes over.
+TEST(TagBudgets, ABudgetSetAgainWhileTheTagIsOverItIsNoNewCrossing) {
+  const int id = new_tag("BudgetEveryFrame");
+  void* block = nullptr;
+  {
+    const poolalloc::TagScope scope(id);
+    escape(block = malloc(2 << 20));
+  }
+  Calls calls;
+  for (const int budget : {1 << 20, 1 << 20, 3 << 19, 1 << 19})
+    ASSERT_EQ(poolalloc_tag_set_budget(id, budget, record, &calls), 0);
+  EXPECT_EQ(calls.count, 1);
+  EXPECT_EQ(stats_of(id).over_budget, 1u);
+  ASSERT_EQ(poolalloc_tag_set_budget(id, 4 << 20, record, &calls), 0);
+  ASSERT_EQ(poolalloc_tag_set_budget(id, 1 << 20, record, &calls), 0);
+  EXPECT_EQ(calls.count, 2);
+  free(block);
+}
+
+// A realloc that grows a block above the pools where it lies takes its tag over in that realloc:
+// the call comes before it returns.
+TEST(TagBudgets, TheCallbackRunsInTheReallocThatGrowsABlockInPlaceOverTheBudget) {
+  const int id = new_tag("GrownInPlace");
+  const poolalloc::TagScope scope(id);
+  void* block = malloc(200000);
+  void* shrunk = realloc(block, 100000);  // glibc cuts the block where it lies
+  ASSERT_NE(shrunk, nullptr);
+  Calls calls;
+  ASSERT_EQ(poolalloc_tag_set_budget(id, 150000, record, &calls), 0);
+  void* grown = realloc(shrunk, 200000);
+  ASSERT_NE(grown, nullptr);
+  if (grown != shrunk) GTEST_SKIP() << "glibc moved the block: no growth in place to check";
+  EXPECT_EQ(calls.count, 1);
+  EXPECT_EQ(calls.out_bytes, 200000u);
+  free(grown);
+}
+
 TEST(TagBudgets, NoBudgetRemovesTheBudgetAndItsCallback) {
   const int id = new_tag("RemovedBudget");
   Calls calls;
