@@ -27,6 +27,10 @@ constinit std::atomic<bool> g_dump_pending{false};
 // heap of the last peak dump; the thread whose compare-exchange moves one writes the dump.
 constinit std::atomic<std::int64_t> g_next_every{0};
 constinit std::atomic<std::int64_t> g_peak_written{0};
+// One thread at a time writes the peak's file (through the same partial file beside it); a new
+// peak while it writes asks it to write once more, with the samples as they are then.
+constinit std::atomic<bool> g_peak_writing{false};
+constinit std::atomic<bool> g_peak_due{false};
 
 // A peak is new when the live heap passed the last one written by this much of it: a growing
 // heap is written a few times per doubling, not at every sample.
@@ -147,6 +151,18 @@ void dump_peak() {
   errno = saved_errno;
 }
 
+// A new peak: written by this thread, or by the one writing the last (which looks again once it
+// has renamed its file).
+void dump_peaks() {
+  g_peak_due.store(true, std::memory_order_release);
+  while (g_peak_due.load(std::memory_order_acquire) &&
+         !g_peak_writing.exchange(true, std::memory_order_acquire)) {
+    g_peak_due.store(false, std::memory_order_relaxed);
+    dump_peak();
+    g_peak_writing.store(false, std::memory_order_release);
+  }
+}
+
 void on_profile_signal(int) {
   dump_automatically("signal", true);
 }
@@ -184,7 +200,7 @@ void after_sample(const SampleTotals& totals) {
         totals.inuse_bytes >= written + (written >> kPeakStepShift) &&
         g_peak_written.compare_exchange_strong(written, totals.inuse_bytes,
                                                std::memory_order_relaxed))
-      dump_peak();
+      dump_peaks();
   }
   serve_pending_profile_dump();
 }

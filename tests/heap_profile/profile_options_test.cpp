@@ -99,6 +99,20 @@ TEST(HeapProfile, AMeanOfOneByteSamplesEveryAllocationAndTheProgramRunsToItsEnd)
   }
 }
 
+// Threads that reach new peaks at once: one writes the file at a time, through its partial file,
+// and none reports a failure that was another's rename.
+TEST(HeapProfile, PeaksReachedByThreadsAtOnceAreWrittenWithoutAFalseFailure) {
+  ScratchDirectory directory;
+  ASSERT_EQ(run_in(directory.path(),
+                   "POOLALLOC_PROFILE=1 POOLALLOC_PROFILE_AT_EXIT=0 POOLALLOC_PROFILE_PEAK=1M",
+                   kProbe + " peak-threads"),
+            0);
+  EXPECT_EQ(read_output(directory), "");
+  const auto files = directory.files_starting("poolalloc.");
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].find(".peak.pb"), std::string::npos);
+}
+
 TEST(HeapProfile, PeakFileHoldsTheWorstMoment) {
   if (!go_installed()) GTEST_SKIP() << "go (golang-go) is not installed";
   ScratchDirectory directory;

@@ -3,6 +3,7 @@
 //   profile_probe live      64 MiB live in blocks of 64 bytes at probe_live_site, then exits
 //   profile_probe every     64 MiB allocated and freed in blocks of 1 KiB at probe_churn_site
 //   profile_probe peak      64 MiB live at probe_live_site, freed, then 8 MiB at probe_after_peak
+//   profile_probe peak-threads  4 threads at once each keep 16 MiB live at probe_live_site
 //   profile_probe signal    raises POOLALLOC_PROFILE_SIGNAL's SIGUSR2 20 times while two threads
 //                           allocate and free, then exits
 //   profile_probe fork      forks 40 children, each allocating then dumping, while two threads
@@ -146,6 +147,14 @@ int main(int argc, char** argv) {
     std::vector<void*> blocks = allocate(64 * kMiB, 64, probe_live_site);
     release(blocks);
     blocks = allocate(8 * kMiB, 64, probe_after_peak);
+    return 0;
+  }
+  if (mode == "peak-threads") {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back(
+          [] { std::vector<void*> blocks = allocate(16 * kMiB, 64, probe_live_site); });
+    for (std::thread& thread : threads) thread.join();
     return 0;
   }
   if (mode == "signal") {
