@@ -31,6 +31,7 @@ inline constexpr std::size_t kGuardBytes = 16;
 struct DebugHeap : HeapTags {
   static constexpr bool kDebugBuild = true;
   static void* malloc(std::size_t size, const void* site);
+  static void* malloc_for_new(std::size_t size, const void* site) { return malloc(size, site); }
   static void* calloc(std::size_t size, const void* site);
   static void* aligned(std::size_t alignment, std::size_t size, const void* site);
   static void* realloc(void* p, std::size_t size, const void* site);

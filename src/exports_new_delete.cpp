@@ -67,33 +67,49 @@ std::size_t unwrapping(std::size_t size, std::align_val_t alignment) {
   return std::min(size, SIZE_MAX - (static_cast<std::size_t>(alignment) - 1));
 }
 
-void* plain(std::size_t size, const void* site) {
-  if (void* p = Heap::malloc(size, site)) [[likely]]
-    return p;
+// The failures, out of line: inlined, their lookup made the operators save six registers
+// before their fast path.
+[[gnu::noinline, gnu::cold]] void* plain_failed(std::size_t size) {
   if (const auto runtime = runtime_operator<New>("_Znwm")) return runtime(size);
   report_out_of_memory_without_cxx_runtime(size);
+}
+[[gnu::noinline, gnu::cold]] void* plain_nothrow_failed(std::size_t size) noexcept {
+  const auto runtime = runtime_operator<NothrowNew>("_ZnwmRKSt9nothrow_t");
+  return runtime != nullptr ? runtime(size, std::nothrow_t{}) : nullptr;
+}
+[[gnu::noinline, gnu::cold]] void* aligned_failed(std::size_t size, std::align_val_t alignment) {
+  if (const auto runtime = runtime_operator<AlignedNew>("_ZnwmSt11align_val_t"))
+    return runtime(unwrapping(size, alignment), alignment);
+  report_out_of_memory_without_cxx_runtime(size);
+}
+[[gnu::noinline, gnu::cold]] void* aligned_nothrow_failed(std::size_t size,
+                                                          std::align_val_t alignment) noexcept {
+  const auto runtime = runtime_operator<AlignedNothrowNew>("_ZnwmSt11align_val_tRKSt9nothrow_t");
+  return runtime != nullptr ? runtime(unwrapping(size, alignment), alignment, std::nothrow_t{})
+                            : nullptr;
+}
+
+void* plain(std::size_t size, const void* site) {
+  if (void* p = Heap::malloc_for_new(size, site)) [[likely]]
+    return p;
+  return plain_failed(size);
 }
 void* aligned(std::size_t size, std::align_val_t alignment, const void* site) {
   if (valid(alignment)) {
     if (void* p = Heap::aligned(static_cast<std::size_t>(alignment), size, site)) return p;
   }
-  if (const auto runtime = runtime_operator<AlignedNew>("_ZnwmSt11align_val_t"))
-    return runtime(unwrapping(size, alignment), alignment);
-  report_out_of_memory_without_cxx_runtime(size);
+  return aligned_failed(size, alignment);
 }
 void* plain_nothrow(std::size_t size, const void* site) noexcept {
-  if (void* p = Heap::malloc(size, site)) [[likely]]
+  if (void* p = Heap::malloc_for_new(size, site)) [[likely]]
     return p;
-  const auto runtime = runtime_operator<NothrowNew>("_ZnwmRKSt9nothrow_t");
-  return runtime != nullptr ? runtime(size, std::nothrow_t{}) : nullptr;
+  return plain_nothrow_failed(size);
 }
 void* aligned_nothrow(std::size_t size, std::align_val_t alignment, const void* site) noexcept {
   if (valid(alignment)) {
     if (void* p = Heap::aligned(static_cast<std::size_t>(alignment), size, site)) return p;
   }
-  const auto runtime = runtime_operator<AlignedNothrowNew>("_ZnwmSt11align_val_tRKSt9nothrow_t");
-  return runtime != nullptr ? runtime(unwrapping(size, alignment), alignment, std::nothrow_t{})
-                            : nullptr;
+  return aligned_nothrow_failed(size, alignment);
 }
 
 // Linked from libpoolalloc.a, this object must bring exports.cpp's malloc with it: a program that
@@ -123,7 +139,7 @@ bool valid(std::align_val_t alignment) {
 }
 
 void* plain(std::size_t size, const void* site) {
-  return until_allocated([&] { return Heap::malloc(size, site); });
+  return until_allocated([&] { return Heap::malloc_for_new(size, site); });
 }
 void* aligned(std::size_t size, std::align_val_t alignment, const void* site) {
   if (!valid(alignment)) throw std::bad_alloc();

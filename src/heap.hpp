@@ -29,6 +29,9 @@ using Heap = DebugHeap;
 struct ReleaseHeap : HeapTags {
   static constexpr bool kDebugBuild = false;
   static void* malloc(std::size_t size, const void*) { return allocate(size); }
+  // operator new's: it calls the slow path where malloc reaches it by a tail call (it handles a
+  // failure after), so it passes its caller's address on, where a sample's stack starts.
+  static void* malloc_for_new(std::size_t size, const void* site) { return allocate(size, site); }
   static void* calloc(std::size_t size, const void* site) { return allocate_zeroed(size, site); }
   static void* aligned(std::size_t alignment, std::size_t size, const void* site) {
     return allocate_aligned(alignment, size, site);

@@ -114,6 +114,17 @@ TEST_F(ProfileApi, SamplingTurnedOnByACallHoldsForAThreadAlreadyLooping) {
   EXPECT_LT(sampled, 1.15 * 64 * kMiB) << text;
 }
 
+// profiling.md: the allocator's own frames are left out, operator new's as malloc's: the bytes
+// are the program's functions' that called it.
+TEST_F(ProfileApi, AStackFromOperatorNewStartsAtItsCaller) {
+  ASSERT_EQ(run_in(directory_.path(), "", kProbe + " api-new"), 0);
+  std::string text;
+  const auto flat = pprof_top(kProbe, directory_.path() + "/call.pb", "inuse_space", &text);
+  EXPECT_GT(figure_of(flat, "probe_new_site"), 0.8 * 16 * kMiB) << text;
+  EXPECT_GT(figure_of(flat, "probe_new_array_site"), 0.8 * 16 * kMiB) << text;
+  EXPECT_EQ(figure_of(flat, "operator new"), 0) << text;
+}
+
 TEST_F(ProfileApi, ABlockThatAFailedReallocLeavesStaysInUse) {
   // 16 blocks of 1 MiB, every one sampled (with the chance 1 - e^(-2^20)): exactly 16 MiB.
   EXPECT_EQ(live_site("api-realloc-fail", "inuse_space"), 16 * kMiB);

@@ -21,6 +21,8 @@
 //   profile_probe api-fork-frees     two threads allocate and free at probe_churn_site (nothing
 //                                    stays live) while the main thread forks 40 times
 //   profile_probe api-fork-free-null the same, and a third thread frees nullptr in a loop
+//   profile_probe api-new    16 MiB live in blocks of 64 bytes from operator new at
+//                            probe_new_site, 16 MiB from operator new[] at probe_new_array_site
 //   profile_probe api-late-worker    a thread that allocates and frees blocks of 64 bytes at
 //                                    probe_churn_site, one at a time, before and after the main
 //                                    thread turns sampling on: 64 MiB after
@@ -52,6 +54,12 @@ __attribute__((noinline)) void* probe_churn_site(std::size_t size) {
 }
 __attribute__((noinline)) void* probe_after_peak(std::size_t size) {
   return std::malloc(size);
+}
+__attribute__((noinline)) void* probe_new_site(std::size_t size) {
+  return ::operator new(size);
+}
+__attribute__((noinline)) void* probe_new_array_site(std::size_t size) {
+  return new char[size];
 }
 
 namespace {
@@ -199,6 +207,12 @@ int main(int argc, char** argv) {
       stop = true;
       null_freer.join();
     }
+    return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
+  if (mode == "api-new") {
+    poolalloc_profile_sample(512 * 1024);
+    std::vector<void*> objects = allocate(16 * kMiB, 64, probe_new_site);
+    std::vector<void*> arrays = allocate(16 * kMiB, 64, probe_new_array_site);
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
   }
   if (mode == "api-late-worker") {
