@@ -46,7 +46,8 @@ void* allocate_sampled(std::size_t size, std::size_t alignment, const void* site
   const bool of_a_class = alignment <= kMinAlignment && size <= kLargestClassSize;
   const unsigned cls = of_a_class ? class_of(size) : 0;
   const std::int64_t mean = g_sample_mean.load(std::memory_order_relaxed);
-  if (t_sampling || mean == 0) return system_block(size, alignment, of_a_class, cls);
+  if (t_sampling || t_own_allocations != 0 || mean == 0)
+    return system_block(size, alignment, of_a_class, cls);
   t_sampling = true;
   const int saved_errno = errno;
   CapturedStack& stack = t_cache->last_sample.stack;

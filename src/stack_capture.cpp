@@ -7,7 +7,7 @@
 namespace poolalloc::internal {
 bool load_stack_unwinder() {
   if (g_backtrace.load(std::memory_order_acquire) != nullptr) return true;
-  const UntaggedScope untagged;  // what dlopen allocates is not the program's
+  const OwnAllocationsScope own;  // what dlopen allocates is not the program's
   void* library = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) return false;
   auto* backtrace = reinterpret_cast<Backtrace>(dlsym(library, "unw_backtrace"));

@@ -22,7 +22,7 @@ template <class Function>
 Function glibc_function(std::atomic<Function>& cached, const char* name) {
   Function function = cached.load(std::memory_order_acquire);
   if (function == nullptr) {
-    const UntaggedScope untagged;  // what dlopen allocates is not the program's
+    const OwnAllocationsScope own;  // what dlopen allocates is not the program's
     void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
     if (libc == nullptr) return nullptr;
     function = reinterpret_cast<Function>(dlsym(libc, name));

@@ -22,6 +22,7 @@ namespace poolalloc::internal {
 
 constinit ThreadCache g_empty_cache;
 constinit POOLALLOC_THREAD_WORD(ThreadCache*) t_cache{&g_empty_cache};
+constinit POOLALLOC_THREAD_LOCAL std::uint32_t t_own_allocations = 0;
 
 namespace {
 
@@ -529,10 +530,9 @@ void* refill_and_allocate(unsigned cls) {
     block = *bin.top_slot();
   }
   // With the cache unlocked: starting the decay thread allocates (glibc's records of the new
-  // thread, which it frees as that thread ends), for the allocator, not for the program's
-  // current tag.
+  // thread, which it frees as that thread ends), for the allocator, not for the program.
   {
-    const UntaggedScope untagged;
+    const OwnAllocationsScope own;
     on_malloc_slow_path();
   }
   clear_mark(block);

@@ -396,19 +396,25 @@ int push_tag(int tag);
 int pop_tag();
 int current_tag();
 
-// For its lifetime, the calling thread allocates untagged: what poolalloc allocates for itself
-// (glibc's records of the decay thread it starts, dlopen's of a lookup in glibc) is charged to no
-// tag of the program's. The thread's tag stack is left as it is.
-class UntaggedScope {
+// How many OwnAllocationsScope the calling thread is in.
+extern POOLALLOC_THREAD_LOCAL std::uint32_t t_own_allocations;
+
+// For its lifetime, the calling thread allocates for poolalloc itself (glibc's records of the
+// decay thread it starts, dlopen's of a lookup in glibc or of libunwind): untagged, charged to no
+// tag of the program's, and never a sample of the heap profile's, whose stacks are the program's
+// (heap_sampler.cpp). The thread's tag stack is left as it is.
+class OwnAllocationsScope {
  public:
-  UntaggedScope() : cache_(t_cache), tag_offset_(CacheBins::tag_offset(*cache_)) {
+  OwnAllocationsScope() : cache_(t_cache), tag_offset_(CacheBins::tag_offset(*cache_)) {
     if (tag_offset_ != 0) CacheBins::tag_offset(*cache_) = 0;  // never the shared empty cache's
+    ++t_own_allocations;
   }
-  ~UntaggedScope() {
+  ~OwnAllocationsScope() {
+    --t_own_allocations;
     if (tag_offset_ != 0) CacheBins::tag_offset(*cache_) = tag_offset_;
   }
-  UntaggedScope(const UntaggedScope&) = delete;
-  UntaggedScope& operator=(const UntaggedScope&) = delete;
+  OwnAllocationsScope(const OwnAllocationsScope&) = delete;
+  OwnAllocationsScope& operator=(const OwnAllocationsScope&) = delete;
 
  private:
   ThreadCache* cache_;

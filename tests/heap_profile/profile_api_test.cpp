@@ -125,6 +125,24 @@ TEST_F(ProfileApi, AStackFromOperatorNewStartsAtItsCaller) {
   EXPECT_EQ(figure_of(flat, "operator new"), 0) << text;
 }
 
+// poolalloc.h: a dump from a signal handler that interrupted the profile's own bookkeeping in the
+// same thread returns EAGAIN rather than wait for that thread, itself.
+TEST_F(ProfileApi, ADumpFromTheProgramsSignalHandlerNeverWaitsForItsOwnThread) {
+  ASSERT_EQ(run_in(directory_.path(), "", "timeout 60 " + kProbe + " api-signal-dumps"), 0);
+}
+
+// profiling.md: what poolalloc allocates for itself (the decay thread it starts, a lookup in
+// glibc) is never a sample: no stack of the profile has a frame of the allocator's. (The thread
+// that the program starts is the program's, sampled as any allocation.)
+TEST_F(ProfileApi, WhatPoolallocAllocatesForItselfIsNeverSampled) {
+  ASSERT_EQ(run_in(directory_.path(), "", kProbe + " api-own"), 0);
+  std::string text;
+  const auto flat = pprof_top(kProbe, directory_.path() + "/call.pb", "alloc_space", &text);
+  EXPECT_GT(figure_of(flat, "probe_churn_site"), 0) << text;
+  for (const char* own : {"poolalloc::", "dlopen"})
+    EXPECT_EQ(text.find(own), std::string::npos) << own << "\n" << text;
+}
+
 TEST_F(ProfileApi, ABlockThatAFailedReallocLeavesStaysInUse) {
   // 16 blocks of 1 MiB, every one sampled (with the chance 1 - e^(-2^20)): exactly 16 MiB.
   EXPECT_EQ(live_site("api-realloc-fail", "inuse_space"), 16 * kMiB);

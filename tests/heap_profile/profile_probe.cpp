@@ -23,6 +23,12 @@
 //   profile_probe api-fork-free-null the same, and a third thread frees nullptr in a loop
 //   profile_probe api-new    16 MiB live in blocks of 64 bytes from operator new at
 //                            probe_new_site, 16 MiB from operator new[] at probe_new_array_site
+//   profile_probe api-signal-dumps  every allocation sampled, 400,000 pairs of malloc and free
+//                                   while a timer's signal, every 100 us of the process's time,
+//                                   dumps from the program's own handler
+//   profile_probe api-own    every allocation sampled while a second thread's first mallocs
+//                            start the decay thread and a calloc's block, glibc's, has its size
+//                            looked up in glibc for the first time
 //   profile_probe api-late-worker    a thread that allocates and frees blocks of 64 bytes at
 //                                    probe_churn_site, one at a time, before and after the main
 //                                    thread turns sampling on: 64 MiB after
@@ -32,11 +38,13 @@
 //                              probe_live_site, each then given to a realloc that fails (ENOMEM)
 // It exits with 1 when something it checks fails.
 #include <signal.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,6 +73,14 @@ __attribute__((noinline)) void* probe_new_array_site(std::size_t size) {
 namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+std::atomic<int> g_handler_dumps{0};
+
+void dump_from_handler(int) {
+  const int saved_errno = errno;
+  if (poolalloc_profile_dump("/dev/null") == 0 || errno == EAGAIN) ++g_handler_dumps;
+  errno = saved_errno;
+}
 
 std::vector<void*> allocate(std::size_t bytes, std::size_t size, void* (*site)(std::size_t)) {
   std::vector<void*> blocks(bytes / size);
@@ -214,6 +230,28 @@ int main(int argc, char** argv) {
     std::vector<void*> objects = allocate(16 * kMiB, 64, probe_new_site);
     std::vector<void*> arrays = allocate(16 * kMiB, 64, probe_new_array_site);
     return poolalloc_profile_dump("call.pb") == 0 ? 0 : 1;
+  }
+  if (mode == "api-signal-dumps") {
+    poolalloc_profile_sample(1);
+    std::signal(SIGPROF, dump_from_handler);
+    itimerval every{{0, 100}, {0, 100}};
+    setitimer(ITIMER_PROF, &every, nullptr);
+    for (int i = 0; i < 400000; ++i) std::free(probe_churn_site(64));
+    every = {};
+    setitimer(ITIMER_PROF, &every, nullptr);
+    std::printf("%d dumps from the handler\n", g_handler_dumps.load());
+    return g_handler_dumps.load() > 0 ? 0 : 1;
+  }
+  if (mode == "api-own") {
+    poolalloc_profile_sample(1);
+    std::thread([] {
+      std::vector<void*> blocks = allocate(kMiB, 64, probe_churn_site);
+      release(blocks);
+    }).join();
+    void* zeroed = std::calloc(1, 64);
+    const int dumped = poolalloc_profile_dump("call.pb");
+    std::free(zeroed);
+    return dumped == 0 ? 0 : 1;
   }
   if (mode == "api-late-worker") {
     std::atomic<int> phase{0};  // 1: the worker looped; 2: sampling is on
