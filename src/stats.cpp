@@ -164,10 +164,46 @@ constexpr int kClassWidths[] = {5, 12, 12, 12, 12, 12, 8, 12};
 // The name comes last, unpadded: names are up to kMaxTagName bytes.
 constexpr int kTagWidths[] = {5, 12, 12, 12, 12, 6, 2};
 
-void print_line(OutputBuffer& out, std::string_view text) {
-  out.append(text);
-  out.append("\n");
+static_assert(kSpanSize == 128 << 10, "the legend names the span size");
+constexpr std::string_view kClassLegend[] = {
+    "  per size class: requests and frees count the blocks handed out and given back,",
+    "  live those out now, peak the most out of their spans at once (live or cached),",
+    "  spans the 128 KiB spans carved for the class, held their size"};
+constexpr std::string_view kTagLegend[] = {
+    "  per memory tag: live the bytes and blocks charged to it now, peak the most",
+    "  bytes out at once, over the times it went over its budget"};
+
+template <std::size_t kLines>
+void print_lines(OutputBuffer& out, const std::string_view (&lines)[kLines]) {
+  for (const std::string_view line : lines) {
+    out.append(line);
+    out.append("\n");
+  }
 }
+
+// The longest table there can be, so that it is written in one write(2) (statistics.md): a row
+// for every size class and for every tag, named with kMaxTagName bytes, each figure as wide as a
+// figure gets (a count of 20 digits; a size is at most 14 characters, "16777215.9 TiB"); the
+// title and the totals, one Message each; the legends and the headers.
+constexpr std::size_t kWidestFigure = 20;
+template <std::size_t kColumns>
+constexpr std::size_t longest_row(const int (&widths)[kColumns]) {
+  std::size_t bytes = 1;  // "\n"
+  for (const int width : widths) bytes += std::max(static_cast<std::size_t>(width), kWidestFigure);
+  return bytes;
+}
+template <std::size_t kLines>
+constexpr std::size_t bytes_of(const std::string_view (&lines)[kLines]) {
+  std::size_t bytes = 0;
+  for (const std::string_view line : lines) bytes += line.size() + 1;
+  return bytes;
+}
+// A tag's last column holds no figure but its name, after two spaces.
+constexpr std::size_t kLongestTagRow = longest_row(kTagWidths) - kWidestFigure + 2 + kMaxTagName;
+constexpr std::size_t kMaxTableBytes =
+    2 * detail::Message::kCapacity + bytes_of(kClassLegend) + bytes_of(kTagLegend) +
+    (1 + kClassCount) * longest_row(kClassWidths) + (1 + kTagCount) * kLongestTagRow;
+static_assert(kMaxTableBytes <= 64 << 10, "statistics.md says a table fits in 64 KiB");
 
 template <class Value>
 auto figure(const Value& value) {
@@ -185,8 +221,7 @@ auto exact_bytes(std::uint64_t value) {
 void print_tags(OutputBuffer& out) {
   const unsigned tags = registered_tags();
   if (tags == 1) return;
-  print_line(out, "  per memory tag: live the bytes and blocks charged to it now, peak the most");
-  print_line(out, "  bytes out at once, over the times it went over its budget");
+  print_lines(out, kTagLegend);
   print_row(out, kTagWidths, figure("tag"), figure("live"), figure("blocks"), figure("peak"),
             figure("budget"), figure("over"), figure("  name"));
   for (unsigned tag = 0; tag < tags; ++tag) {
@@ -219,12 +254,7 @@ void print_snapshot(OutputBuffer& out) {
   }
   title << "\n";
   out << title;
-  static_assert(kSpanSize == 128 << 10, "the legend names the span size");
-  print_line(out,
-             "  per size class: requests and frees count the blocks handed out and given back,");
-  print_line(out,
-             "  live those out now, peak the most out of their spans at once (live or cached),");
-  print_line(out, "  spans the 128 KiB spans carved for the class, held their size");
+  print_lines(out, kClassLegend);
   print_row(out, kClassWidths, figure("class"), figure("block size"), figure("requests"),
             figure("frees"), figure("live"), figure("peak"), figure("spans"), figure("held"));
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
@@ -259,7 +289,7 @@ void print_snapshot(OutputBuffer& out) {
 }
 
 void print_table(int fd) {
-  OutputBuffer out(fd);
+  OutputBuffer out(fd, kMaxTableBytes);
   print_snapshot(out);
   out.flush();
 }
@@ -321,7 +351,7 @@ void print_to_stats_file() {
   if (expanded) {
     const int fd = open_stats_file(path);
     if (fd >= 0) {
-      OutputBuffer out(fd);
+      OutputBuffer out(fd, kMaxTableBytes);
       print_snapshot(out);
       const bool written = out.flush();
       error = errno;
