@@ -8,7 +8,8 @@
 //      fork it is taken first, so that the registered tags, whose bins' locks (3) fork's
 //      handlers take and release, stay as many until the fork is over
 //   -. the tag CSV's line lock (tag_csv.cpp), held while a line reads the tags' figures (which
-//      take 2 and 3, one at a time); not taken for fork: a child of fork() writes no lines
+//      take 2 and 3, one at a time) and is written to its file; not taken for fork: a child of
+//      fork() writes no lines
 //   0. a thread cache's lock (thread_cache.cpp), which its owner takes first in its slow paths;
 //      a thread that reclaims blocks from other threads' caches only tries it (try_lock) and
 //      waits for no cache's lock, so that these locks form no cycle; not taken for fork

@@ -1,6 +1,7 @@
-// Lines gathered in a fixed buffer and written with write(2) when it is full and when flushed:
-// a statistics table goes out in one write (it fits), so that the tables of processes that
-// append to one file, or write to one pipe, do not interleave. Nothing here allocates.
+// Lines gathered in a buffer and written with write(2) when it is full and when flushed. Text
+// that must go out in one write (a statistics table, so that the tables of processes that append
+// to one file do not interleave) asks for a buffer of its longest size, mapped for it. Nothing
+// here allocates through malloc.
 #pragma once
 
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "os.hpp"
 #include "poolalloc/detail/message.hpp"
 
 namespace poolalloc::internal {
@@ -17,6 +19,18 @@ namespace poolalloc::internal {
 class OutputBuffer {
  public:
   explicit OutputBuffer(int fd) : fd_(fd) {}
+  // For text of up to `whole` bytes, written in one write(2) when flushed: in memory mapped for
+  // it, which a large text would not find on a small stack. Where none can be mapped, the fixed
+  // buffer serves, written a part at a time.
+  OutputBuffer(int fd, std::size_t whole) : fd_(fd) {
+    if (void* mapped = os_map(whole); mapped != nullptr) {
+      buffer_ = static_cast<char*>(mapped);
+      capacity_ = whole;
+    }
+  }
+  ~OutputBuffer() {
+    if (buffer_ != fixed_) os_unmap(buffer_, capacity_);
+  }
   OutputBuffer(const OutputBuffer&) = delete;
   OutputBuffer& operator=(const OutputBuffer&) = delete;
 
@@ -27,9 +41,9 @@ class OutputBuffer {
 
   void append(std::string_view text) {
     while (!text.empty()) {
-      if (length_ == kCapacity) flush();
+      if (length_ == capacity_) flush();
       const std::size_t part =
-          text.size() < kCapacity - length_ ? text.size() : kCapacity - length_;
+          text.size() < capacity_ - length_ ? text.size() : capacity_ - length_;
       std::memcpy(buffer_ + length_, text.data(), part);
       length_ += part;
       text.remove_prefix(part);
@@ -56,11 +70,12 @@ class OutputBuffer {
   [[nodiscard]] bool ok() const { return ok_; }
 
  private:
-  static constexpr std::size_t kCapacity = 8 << 10;  // a table of every size class fits
   int fd_;
   bool ok_ = true;
   std::size_t length_ = 0;
-  char buffer_[kCapacity];
+  char fixed_[8 << 10];
+  char* buffer_ = fixed_;
+  std::size_t capacity_ = sizeof fixed_;
 };
 
 }  // namespace poolalloc::internal

@@ -150,24 +150,89 @@ class QuietOutput {
 };
 #endif
 
-// One row of a table, each figure right-aligned in its column.
+// The figures of a row, each right-aligned in its column. Every column after the first starts
+// with a space, so that a figure as wide as its column or wider (a budget near UINT64_MAX,
+// "16777216 TiB") still stands apart from the one before it.
 template <std::size_t kColumns, class... Write>
-void print_row(OutputBuffer& out, const int (&widths)[kColumns], const Write&... write) {
+detail::Message row(const int (&widths)[kColumns], const Write&... write) {
   static_assert(sizeof...(Write) == kColumns);
   detail::Message line;
   int column = 0;
-  ((line.padded(widths[column++], write)), ...);
+  const auto cell = [&line, &widths, &column](const auto& write_figure) {
+    line.padded(widths[column], [&column, &write_figure](detail::Message& m) {
+      if (column > 0) m << " ";
+      write_figure(m);
+    });
+    ++column;
+  };
+  (cell(write), ...);
+  return line;
+}
+constexpr int kClassWidths[] = {5, 12, 12, 12, 12, 12, 8, 12};
+// The name comes after the figures, unpadded: names are up to kMaxTagName bytes.
+constexpr int kTagWidths[] = {5, 12, 12, 12, 12, 6};
+
+template <std::size_t kColumns, class... Write>
+void print_row(OutputBuffer& out, const int (&widths)[kColumns], const Write&... write) {
+  detail::Message line = row(widths, write...);
   line << "\n";
   out << line;
 }
-constexpr int kClassWidths[] = {5, 12, 12, 12, 12, 12, 8, 12};
-// The name comes last, unpadded: names are up to kMaxTagName bytes.
-constexpr int kTagWidths[] = {5, 12, 12, 12, 12, 6, 2};
 
-void print_line(OutputBuffer& out, std::string_view text) {
-  out.append(text);
-  out.append("\n");
+// A tag's row: its figures, then its name, its control characters shown as '?' as the title
+// shows them, so that a name keeps to its row (a line break) and sends the terminal nothing (an
+// escape sequence).
+template <class... Write>
+void print_tag_row(OutputBuffer& out, std::string_view name, const Write&... write) {
+  detail::Message line = row(kTagWidths, write...);
+  line << "  ";
+  append_shown(line, name, kMaxTagName);
+  line << "\n";
+  out << line;
 }
+
+static_assert(kSpanSize == 128 << 10, "the legend names the span size");
+constexpr std::string_view kClassLegend[] = {
+    "  per size class: requests and frees count the blocks handed out and given back,",
+    "  live those out now, peak the most out of their spans at once (live or cached),",
+    "  spans the 128 KiB spans carved for the class, held their size"};
+constexpr std::string_view kTagLegend[] = {
+    "  per memory tag: live the bytes and blocks charged to it now, peak the most",
+    "  bytes out at once, over the times it went over its budget"};
+
+template <std::size_t kLines>
+void print_lines(OutputBuffer& out, const std::string_view (&lines)[kLines]) {
+  for (const std::string_view line : lines) {
+    out.append(line);
+    out.append("\n");
+  }
+}
+
+// The longest table there can be, so that it is written in one write(2) (statistics.md): a row
+// for every size class and for every tag, named with kMaxTagName bytes, each figure as wide as a
+// figure gets (a count of 20 digits; a size is at most 14 characters, "16777215.9 TiB"), with the
+// space before it after the first column; the title and the totals, one Message each; the
+// legends and the headers.
+constexpr std::size_t kWidestFigure = 20;
+template <std::size_t kColumns>
+constexpr std::size_t longest_row(const int (&widths)[kColumns]) {
+  std::size_t bytes = 1;  // "\n"
+  for (std::size_t column = 0; column < kColumns; ++column)
+    bytes += std::max(static_cast<std::size_t>(widths[column]), kWidestFigure + (column > 0));
+  return bytes;
+}
+template <std::size_t kLines>
+constexpr std::size_t bytes_of(const std::string_view (&lines)[kLines]) {
+  std::size_t bytes = 0;
+  for (const std::string_view line : lines) bytes += line.size() + 1;
+  return bytes;
+}
+// A tag's row ends with its name, after two spaces.
+constexpr std::size_t kLongestTagRow = longest_row(kTagWidths) + 2 + kMaxTagName;
+constexpr std::size_t kMaxTableBytes =
+    2 * detail::Message::kCapacity + bytes_of(kClassLegend) + bytes_of(kTagLegend) +
+    (1 + kClassCount) * longest_row(kClassWidths) + (1 + kTagCount) * kLongestTagRow;
+static_assert(kMaxTableBytes <= 64 << 10, "statistics.md says a table fits in 64 KiB");
 
 template <class Value>
 auto figure(const Value& value) {
@@ -185,10 +250,9 @@ auto exact_bytes(std::uint64_t value) {
 void print_tags(OutputBuffer& out) {
   const unsigned tags = registered_tags();
   if (tags == 1) return;
-  print_line(out, "  per memory tag: live the bytes and blocks charged to it now, peak the most");
-  print_line(out, "  bytes out at once, over the times it went over its budget");
-  print_row(out, kTagWidths, figure("tag"), figure("live"), figure("blocks"), figure("peak"),
-            figure("budget"), figure("over"), figure("  name"));
+  print_lines(out, kTagLegend);
+  print_tag_row(out, "name", figure("tag"), figure("live"), figure("blocks"), figure("peak"),
+                figure("budget"), figure("over"));
   for (unsigned tag = 0; tag < tags; ++tag) {
     poolalloc_tag_stats s{};
     if (!collect_tag_stats(static_cast<int>(tag), s)) continue;
@@ -200,10 +264,8 @@ void print_tags(OutputBuffer& out) {
         append_bytes(m, s.budget_bytes);
       }
     };
-    detail::Message name;
-    name << "  " << s.name;
-    print_row(out, kTagWidths, figure(id), bytes(s.live_bytes), figure(s.live_blocks),
-              bytes(s.peak_bytes), budget, figure(s.over_budget), figure(name.text()));
+    print_tag_row(out, s.name, figure(id), bytes(s.live_bytes), figure(s.live_blocks),
+                  bytes(s.peak_bytes), budget, figure(s.over_budget));
   }
 }
 
@@ -219,12 +281,7 @@ void print_snapshot(OutputBuffer& out) {
   }
   title << "\n";
   out << title;
-  static_assert(kSpanSize == 128 << 10, "the legend names the span size");
-  print_line(out,
-             "  per size class: requests and frees count the blocks handed out and given back,");
-  print_line(out,
-             "  live those out now, peak the most out of their spans at once (live or cached),");
-  print_line(out, "  spans the 128 KiB spans carved for the class, held their size");
+  print_lines(out, kClassLegend);
   print_row(out, kClassWidths, figure("class"), figure("block size"), figure("requests"),
             figure("frees"), figure("live"), figure("peak"), figure("spans"), figure("held"));
   for (unsigned cls = 0; cls < kClassCount; ++cls) {
@@ -259,7 +316,7 @@ void print_snapshot(OutputBuffer& out) {
 }
 
 void print_table(int fd) {
-  OutputBuffer out(fd);
+  OutputBuffer out(fd, kMaxTableBytes);
   print_snapshot(out);
   out.flush();
 }
@@ -321,7 +378,7 @@ void print_to_stats_file() {
   if (expanded) {
     const int fd = open_stats_file(path);
     if (fd >= 0) {
-      OutputBuffer out(fd);
+      OutputBuffer out(fd, kMaxTableBytes);
       print_snapshot(out);
       const bool written = out.flush();
       error = errno;

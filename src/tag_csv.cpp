@@ -15,7 +15,6 @@
 #include "lock.hpp"
 #include "options.hpp"
 #include "os.hpp"
-#include "output_buffer.hpp"
 #include "pid_path.hpp"
 #include "poolalloc/detail/message.hpp"
 #include "report_text.hpp"
@@ -29,58 +28,121 @@ namespace {
 // program's static TLS out of it too).
 constexpr std::size_t kStackBytes = std::size_t{256} << 10;
 
+// The longest line, so that every line goes out in one write(2): a header of every tag, each
+// name kMaxTagName quotes (which CSV doubles, inside quotes), and under it, written with it, the
+// line of figures, each at its widest (20 digits).
+constexpr std::size_t kWidestFigure = 20;
+constexpr std::size_t kLongestHeader = 2 + kTagCount * (1 + 2 + 2 * kMaxTagName) + 1;
+constexpr std::size_t kLongestLine =
+    kLongestHeader + kWidestFigure + kTagCount * (1 + kWidestFigure) + 1;
+
+// Mapped at start, only when the option is set: the file's path, and the line being written.
+struct Output {
+  char path[PATH_MAX];
+  char line[kLongestLine];
+  std::size_t length;  // of line
+};
+
+static_assert(sizeof(Output) <= 44 << 10, "tuning.md says 44 KiB");
+
 // Written before the thread starts, read-only afterwards.
-int g_fd = -1;
+Output* g_output = nullptr;
 int g_writer_pid = 0;
 std::uint64_t g_opened_ms = 0;
 
 // One line at a time: the thread's and the one at exit (lock.hpp's order: a line reads the
-// statistics under it).
+// statistics under it). It guards g_output's line too.
 Lock g_line_lock;
 unsigned g_tags_in_header = 0;  // under g_line_lock
+bool g_failure_said = false;    // under g_line_lock
+
+void append(std::string_view text) {
+  Output& out = *g_output;
+  text = text.substr(0, sizeof out.line - out.length);  // kLongestLine: never cut
+  std::memcpy(out.line + out.length, text.data(), text.size());
+  out.length += text.size();
+}
 
 // A tag's name as a CSV field: quoted, its quotes doubled, when it holds a comma, a quote or a
 // line break.
-void append_field(OutputBuffer& out, std::string_view name) {
+void append_field(std::string_view name) {
   if (name.find_first_of(",\"\r\n") == std::string_view::npos) {
-    out.append(name);
+    append(name);
     return;
   }
-  out.append("\"");
+  append("\"");
   for (std::size_t quote; (quote = name.find('"')) != std::string_view::npos;) {
-    out.append(name.substr(0, quote + 1));
-    out.append("\"");
+    append(name.substr(0, quote + 1));
+    append("\"");
     name.remove_prefix(quote + 1);
   }
-  out.append(name);
-  out.append("\"");
+  append(name);
+  append("\"");
+}
+
+void report_failure(std::string_view what, const char* path, int error) {
+  detail::Message message;
+  message << "poolalloc: " << what;
+  append_shown(message, path, 200);
+  const char* reason = strerrordesc_np(error);
+  message << ": " << (reason != nullptr ? reason : "error") << "\n";
+  message.write_to_stderr();
+}
+
+// The line into the file, opened for it alone and closed after it: no descriptor is held between
+// lines, so that a program that closes descriptors it did not open and opens its own files under
+// their numbers, as daemons do, never gets a line in them. True once it is written whole.
+bool write_out() {
+  // O_NONBLOCK: a FIFO that nobody reads fails at once (ENXIO) instead of holding up the line,
+  // or the exit; the write blocks as usual.
+  const int fd = open(g_output->path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return false;
+  fcntl(fd, F_SETFL, O_APPEND);
+  std::string_view rest(g_output->line, g_output->length);
+  while (!rest.empty()) {
+    const ssize_t n = write(fd, rest.data(), rest.size());
+    if (n > 0) {
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      if (n == 0) errno = EIO;
+      break;
+    }
+  }
+  const int error = errno;  // why it failed, through close
+  close(fd);
+  errno = error;
+  return rest.empty();
 }
 
 void write_line() {
   LockGuard guard(g_line_lock);
-  OutputBuffer out(g_fd);
+  g_output->length = 0;
   const unsigned tags = registered_tags();
   if (tags != g_tags_in_header) {
-    out.append("ms");
+    append("ms");
     for (unsigned tag = 0; tag < tags; ++tag) {
-      out.append(",");
-      append_field(out, tag_name(tag));
+      append(",");
+      append_field(tag_name(tag));
     }
-    out.append("\n");
-    g_tags_in_header = tags;
+    append("\n");
   }
   detail::Message field;
   field << os_clock_ms() - g_opened_ms;
-  out << field;
+  append(field.text());
   for (unsigned tag = 0; tag < tags; ++tag) {
     poolalloc_tag_stats stats{};
     collect_tag_stats(static_cast<int>(tag), stats);
     field = {};
     field << "," << stats.live_bytes;
-    out << field;
+    append(field.text());
   }
-  out.append("\n");
-  out.flush();
+  append("\n");
+  if (write_out()) {
+    g_tags_in_header = tags;
+  } else if (!g_failure_said) {
+    g_failure_said = true;
+    report_failure("cannot write the memory tags' CSV to ", g_output->path, errno);
+  }
 }
 
 // A word that nothing wakes: the thread sleeps on it.
@@ -119,30 +181,29 @@ int create_thread() {
   return error;
 }
 
-void report_failure(std::string_view what, const char* path, int error) {
-  detail::Message message;
-  message << "poolalloc: " << what;
-  append_shown(message, path, 200);
-  const char* reason = strerrordesc_np(error);
-  message << ": " << (reason != nullptr ? reason : "error") << "\n";
-  message.write_to_stderr();
-}
-
 }  // namespace
 
 void start_tag_csv() {
-  if (g_options.tag_csv_path[0] == '\0' || g_fd >= 0) return;
+  if (g_options.tag_csv_path[0] == '\0' || g_output != nullptr) return;
   char path[PATH_MAX];
   if (!expand_pid_path(g_options.tag_csv_path, path)) {
     report_failure("cannot write the memory tags' CSV to ", g_options.tag_csv_path, ENAMETOOLONG);
     return;
   }
+  // Created, or emptied, once; each line opens it again.
   const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
   if (fd < 0) {
     report_failure("cannot write the memory tags' CSV to ", path, errno);
     return;
   }
-  g_fd = fd;
+  close(fd);
+  auto* output = static_cast<Output*>(os_map(sizeof(Output)));
+  if (output == nullptr) {
+    report_failure("cannot write the memory tags' CSV to ", path, errno);
+    return;
+  }
+  std::memcpy(output->path, path, sizeof path);
+  g_output = output;
   g_writer_pid = os_process_id();
   g_opened_ms = os_clock_ms();
   if (const int error = create_thread(); error != 0)
@@ -150,7 +211,7 @@ void start_tag_csv() {
 }
 
 void write_tag_csv_at_exit() {
-  if (g_fd < 0 || os_process_id() != g_writer_pid) return;
+  if (g_output == nullptr || os_process_id() != g_writer_pid) return;
   write_line();
 }
 

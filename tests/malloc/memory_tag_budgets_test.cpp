@@ -272,6 +272,31 @@ TEST(StatsTable, ShowsARowPerRegisteredTagWithItsLiveBytesBlocksPeakAndBudget) {
   for (void* p : blocks) free(p);
 }
 
+// As in the title: a name's control characters would split its row (a line break) or reach the
+// terminal (an escape sequence).
+TEST(StatsTable, ShowsTheControlCharactersOfATagsNameAsQuestionMarks) {
+  const int id = new_tag("Bad\nName\x1b[31m\x7f");
+  const std::string table = printed_table();
+  const std::string number = std::to_string(id);
+  EXPECT_EQ(row_of(table, "Bad?Name?[31m?"),
+            std::string(5 - number.size(), ' ') + number +
+                "         0 B           0         0 B        none     0  Bad?Name?[31m?\n")
+      << table;
+  EXPECT_EQ(table.find_first_of("\x1b\x7f"), std::string::npos) << table;
+}
+
+// A budget near UINT64_MAX is "16777216 TiB", as wide as its column: a space still comes before it.
+TEST(StatsTable, AFigureAsWideAsItsColumnStillHasASpaceBeforeIt) {
+  const int id = new_tag("HugeBudget");
+  ASSERT_EQ(poolalloc_tag_set_budget(id, POOLALLOC_TAG_NO_BUDGET - 1, nullptr, nullptr), 0);
+  const std::string table = printed_table();
+  const std::string number = std::to_string(id);
+  EXPECT_EQ(row_of(table, "HugeBudget"),
+            std::string(5 - number.size(), ' ') + number +
+                "         0 B           0         0 B 16777216 TiB     0  HugeBudget\n")
+      << table;
+}
+
 // The toolkit's table in a program linked with the library: the tags' rows follow the trackers'.
 TEST(PrintBudgets, ShowsTheMallocsTagsBesideTheTrackedArenasInOneTable) {
   const int id = new_tag("Audio");

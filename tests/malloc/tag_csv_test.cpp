@@ -64,6 +64,42 @@ TEST(TagCsv, TheHeaderNamesTheTagsAndEachLineHasTheTimeAndEachTagsLiveBytes) {
   EXPECT_GE(ms, 100u) << lines.back();  // two intervals at least before the last line
 }
 
+// A program that closes the descriptors it did not open and opens its own files, as daemons do,
+// gets no line in them: the CSV holds no descriptor between its lines.
+TEST(TagCsv, AProgramThatClosesAndReusesDescriptorsGetsNoLineInItsFiles) {
+  const ScratchDirectory scratch;
+  const std::string csv = scratch.path() + "/tags.csv";
+  const std::string own = scratch.path() + "/own";
+  const auto run = run_preloaded("POOLALLOC_TAG_CSV=" + csv + " POOLALLOC_TAG_CSV_MS=50",
+                                 TAG_CSV_HELPER " " + csv + " 4 closes-descriptors " + own);
+  EXPECT_EQ(run.status, 0) << run.err;  // 3: the program's file got a line
+  EXPECT_EQ(file_contents(own), "");
+  EXPECT_GE(lines_of(file_contents(csv)).size(), 5u);
+}
+
+// A header of 256 names of 63 bytes, which CSV quotes double, is 32 KiB: it goes out with the
+// line under it in one write(2), as every line does.
+TEST(TagCsv, EachLineGoesOutInOneWriteEvenUnderTheLongestHeader) {
+  const ScratchDirectory scratch;
+  const std::string csv = scratch.path() + "/tags.csv";
+  // The first line comes after a second, well after the tags are registered: one header.
+  const auto run = run_preloaded("POOLALLOC_TAG_CSV=" + csv + " POOLALLOC_TAG_CSV_MS=1000",
+                                 TAG_CSV_HELPER " " + csv + " 2 every-tag");
+  EXPECT_EQ(run.status, 0) << run.err;  // 4: more writes than lines
+  const std::vector<std::string> lines = lines_of(file_contents(csv));
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_GT(lines[0].size(), std::size_t{31} << 10);  // 253 names of 125 bytes, and 3 more
+}
+
+TEST(TagCsv, AWriteThatFailsIsSaidOnceOnStderr) {
+  // /dev/full opens, and every write to it fails with ENOSPC.
+  const auto run =
+      run_preloaded("POOLALLOC_TAG_CSV=/dev/full POOLALLOC_TAG_CSV_MS=20", "sleep 0.2");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.err,
+            "poolalloc: cannot write the memory tags' CSV to /dev/full: No space left on device\n");
+}
+
 TEST(TagCsv, AFileThatCannotBeOpenedIsSaidOnStderr) {
   const auto run = run_preloaded("POOLALLOC_TAG_CSV=/nonexistent/tags.csv", "ls /");
   EXPECT_EQ(run.status, 0);

@@ -13,6 +13,9 @@ namespace poolalloc::detail {
 
 class Message {
  public:
+  // The longest text a message holds: what goes past it is dropped.
+  static constexpr std::size_t kCapacity = 512;
+
   Message& operator<<(std::string_view text) {
     for (char c : text) put(c);
     return *this;
@@ -62,7 +65,6 @@ class Message {
   void write_to_stderr() const { detail::write_to_stderr(text()); }
 
  private:
-  static constexpr std::size_t kCapacity = 512;
   void put(char c) {
     if (length_ < kCapacity) buffer_[length_++] = c;
   }
