@@ -92,6 +92,15 @@ template <class Arena, class F>
 bool try_with_arena(const Synchronized<Arena>& arena, F&& f) {
   return arena.try_with_lock(std::forward<F>(f));
 }
+
+// A name as print_budgets() prints it: a control character as '?', as the malloc's statistics
+// table prints one, so that a name keeps to its line and sends a terminal nothing.
+inline std::string shown_name(std::string_view name) {
+  std::string shown(name);
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f') c = '?';
+  return shown;
+}
 }  // namespace detail
 
 // Over a std::pmr::memory_resource (a PoolResource), it is a memory_resource too: pmr containers
@@ -353,7 +362,8 @@ inline void sample_budgets() {
 // detail/malloc_tags.hpp), a line per registered memory tag follows, "tag:" and its name: its live
 // bytes, its peak, its budget
 // ("-" when it has none) and how many times it went over it (poolalloc_tag_set_budget). A tag's
-// name longer than the column pushes the figures of its line along.
+// name longer than the column pushes the figures of its line along. A name's control characters
+// are shown as '?'.
 inline void print_budgets(std::ostream& out) {
   detail::BudgetRow::sample_rows_of_this_thread();
   const detail::DecimalOutput decimal(out);
@@ -366,15 +376,15 @@ inline void print_budgets(std::ostream& out) {
       << "\n";
   detail::BudgetRow::for_each_row([&out](const detail::BudgetRow& row) {
     const detail::BudgetRow::Shown shown = row.shown();
-    out << std::left << std::setw(name_width) << (row.name().empty() ? "(unnamed)" : row.name())
-        << std::right << ' ' << std::setw(11) << shown.used << ' ' << std::setw(11) << shown.peak
-        << ' ' << std::setw(11) << row.budget() << ' ' << std::setw(5) << row.over_budget_count()
-        << "\n";
+    out << std::left << std::setw(name_width)
+        << (row.name().empty() ? "(unnamed)" : detail::shown_name(row.name())) << std::right << ' '
+        << std::setw(11) << shown.used << ' ' << std::setw(11) << shown.peak << ' ' << std::setw(11)
+        << row.budget() << ' ' << std::setw(5) << row.over_budget_count() << "\n";
   });
   detail::for_each_malloc_tag([&out](const detail::MallocTagRow& tag) {
-    out << std::left << std::setw(name_width) << (std::string("tag:") + tag.name) << std::right
-        << ' ' << std::setw(11) << tag.live_bytes << ' ' << std::setw(11) << tag.peak_bytes << ' '
-        << std::setw(11);
+    out << std::left << std::setw(name_width) << detail::shown_name(std::string("tag:") + tag.name)
+        << std::right << ' ' << std::setw(11) << tag.live_bytes << ' ' << std::setw(11)
+        << tag.peak_bytes << ' ' << std::setw(11);
     if (tag.has_budget) {
       out << tag.budget_bytes;
     } else {

@@ -296,6 +296,17 @@ TEST(PrintBudgets, KeepsTheColumnsAlignedForNamesOfAnyLength) {
             "a name of thirty-one characters           40          40         100     0\n");
 }
 
+TEST(PrintBudgets, ShowsTheControlCharactersOfANameAsQuestionMarks) {
+  FrameAllocator frame(1024);
+  Tracked tracked(frame, 100);
+  tracked.set_name("line\nbreak\x1b[31m");
+  std::ostringstream out;
+  poolalloc::print_budgets(out);
+  EXPECT_EQ(out.str(),
+            "arena                                   used        peak      budget  over\n"
+            "line?break?[31m                            0           0         100     0\n");
+}
+
 TEST(Tracked, KeepsAtMost31BytesOfANameCutAtAUtf8CharacterBoundary) {
   FrameAllocator frame(1024);
   Tracked tracked(frame, 4096);
