@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "allocator.hpp"
@@ -150,13 +151,17 @@ void release(ToRelease* blocks) {
   while (ToRelease* block = list_pop(blocks)) deallocate(block->block);
 }
 
-// Takes the lock, waiting: only where no fork can be in progress in this thread (exit).
-void lock_heap() {
-  g_heap.lock();
-}
+// The calling thread's depth in sections of the heap's lock (LockSection): a dump from a signal
+// handler that interrupted one must not wait for its own thread (DebugHeap::profile_dump).
+constinit POOLALLOC_THREAD_LOCAL std::uint32_t t_sections = 0;
 
-// Drops the lock, then releases the blocks that left the quarantine meanwhile.
-void unlock_heap() {
+// Runs `locked` under the lock, waiting for it: only where no fork can be in progress in this
+// thread (exit, a dump). Then releases the blocks that left the quarantine meanwhile.
+template <class Locked>
+void under_heap_lock(const Locked& locked) {
+  const LockSection section(t_sections);
+  g_heap.lock();
+  locked();
   ToRelease* blocks = take_to_release();
   g_heap.unlock();
   release(blocks);
@@ -167,6 +172,7 @@ void unlock_heap() {
 template <class Locked, class Visit>
 void with_heap(const Locked& locked, const Visit& visit) {
   ToRelease* blocks = nullptr;
+  const LockSection section(t_sections);
   g_heap.with(
       [&] {
         locked();
@@ -273,7 +279,7 @@ void check_freed_fill(const FreedBlock& block, const char* when) {
 }
 
 // Under the heap's lock: a block out of the quarantine is checked, then queued for release once the
-// lock is dropped (unlock_heap), linked through its front guard.
+// lock is dropped (with_heap, under_heap_lock), linked through its front guard.
 void release_later(const FreedBlock& block) {
   check_freed_fill(block, "found when the block left the quarantine");
   check_guards(block.record, "found when the block left the quarantine");
@@ -511,11 +517,12 @@ bool next_site(void* context, ProfileSample* out) {
 
 void check_at_exit() {
   if (g_aborting.load(std::memory_order_relaxed)) return;  // the report's thread holds the lock
-  lock_heap();
-  g_registry.for_each([](const BlockRecord& record) { check_guards(record, "found at exit"); });
-  g_quarantine.for_each([](const FreedBlock& block) { check_freed_fill(block, "found at exit"); });
-  if (g_options.leak_report) report_leaks();
-  unlock_heap();
+  under_heap_lock([] {
+    g_registry.for_each([](const BlockRecord& record) { check_guards(record, "found at exit"); });
+    g_quarantine.for_each(
+        [](const FreedBlock& block) { check_freed_fill(block, "found at exit"); });
+    if (g_options.leak_report) report_leaks();
+  });
 }
 
 }  // namespace
@@ -676,14 +683,17 @@ int DebugHeap::profile_dump(const char* path) {
   char automatic[PATH_MAX];
   path = dump_path(path, automatic);
   if (path == nullptr) return -1;
-  lock_heap();
-  const LiveSites live;
-  unlock_heap();
-  if (live.sites == nullptr && live.capacity != 0) {
+  if (t_sections != 0) {  // a signal handler's, over this thread's own section
+    errno = EAGAIN;
+    return -1;
+  }
+  std::optional<LiveSites> live;
+  under_heap_lock([&] { live.emplace(); });
+  if (live->sites == nullptr && live->capacity != 0) {
     errno = ENOMEM;
     return -1;
   }
-  SiteReader reader{&live};
+  SiteReader reader{&*live};
   return write_profile_file(path, 0, next_site, &reader) ? 0 : -1;
 }
 #endif

@@ -76,8 +76,9 @@ int poolalloc_profile_sample(size_t mean_bytes);
  * the program started in by default, then ".<pid>.<n>.dump.pb"). Safe from any thread while
  * others allocate, and from a signal handler. Returns 0, or -1 with errno: the file could not be
  * written, or EAGAIN during a fork() or in a handler of a signal that interrupted the profile's
- * own bookkeeping in its thread (a sampled malloc or free): the dump would wait for that thread,
- * itself; a later call, out of the handler, writes it. */
+ * own bookkeeping in its thread (a sampled malloc or free; in the debug build, any malloc or
+ * free): the dump would wait for that thread, itself; a later call, out of the handler, writes
+ * it. */
 int poolalloc_profile_dump(const char* path);
 
 /* Memory tags: what each subsystem of a program has allocated, exactly. Register a name once,
