@@ -151,15 +151,24 @@ void release(ToRelease* blocks) {
   while (ToRelease* block = list_pop(blocks)) deallocate(block->block);
 }
 
+#if POOLALLOC_LINUX
 // The calling thread's depth in sections of the heap's lock (LockSection): a dump from a signal
-// handler that interrupted one must not wait for its own thread (DebugHeap::profile_dump).
+// handler that interrupted one must not wait for its own thread (DebugHeap::profile_dump). On
+// Windows, which has no heap profile, nothing is counted: a thread-local variable there would
+// take one of the program's TLS indexes (native_thread_word.hpp).
 constinit POOLALLOC_THREAD_LOCAL std::uint32_t t_sections = 0;
+struct HeapSection : LockSection {
+  HeapSection() : LockSection(t_sections) {}
+};
+#else
+struct HeapSection {};
+#endif
 
 // Runs `locked` under the lock, waiting for it: only where no fork can be in progress in this
 // thread (exit, a dump). Then releases the blocks that left the quarantine meanwhile.
 template <class Locked>
 void under_heap_lock(const Locked& locked) {
-  const LockSection section(t_sections);
+  [[maybe_unused]] const HeapSection section;  // counted on Linux only
   g_heap.lock();
   locked();
   ToRelease* blocks = take_to_release();
@@ -172,7 +181,7 @@ void under_heap_lock(const Locked& locked) {
 template <class Locked, class Visit>
 void with_heap(const Locked& locked, const Visit& visit) {
   ToRelease* blocks = nullptr;
-  const LockSection section(t_sections);
+  [[maybe_unused]] const HeapSection section;  // counted on Linux only
   g_heap.with(
       [&] {
         locked();

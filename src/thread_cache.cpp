@@ -22,7 +22,9 @@ namespace poolalloc::internal {
 
 constinit ThreadCache g_empty_cache;
 constinit POOLALLOC_THREAD_WORD(ThreadCache*) t_cache{&g_empty_cache};
+#if POOLALLOC_LINUX
 constinit POOLALLOC_THREAD_LOCAL std::uint32_t t_own_allocations = 0;
+#endif
 
 namespace {
 

@@ -396,8 +396,20 @@ int push_tag(int tag);
 int pop_tag();
 int current_tag();
 
-// How many OwnAllocationsScope the calling thread is in.
+#if POOLALLOC_LINUX
+// How many OwnAllocationsScope the calling thread is in: the heap profile (Linux only) samples
+// none of their allocations. Elsewhere nothing is counted: a thread-local variable there would
+// take one of the program's TLS indexes (native_thread_word.hpp).
 extern POOLALLOC_THREAD_LOCAL std::uint32_t t_own_allocations;
+struct CountOwnAllocations {
+  CountOwnAllocations() { ++t_own_allocations; }
+  ~CountOwnAllocations() { --t_own_allocations; }
+  CountOwnAllocations(const CountOwnAllocations&) = delete;
+  CountOwnAllocations& operator=(const CountOwnAllocations&) = delete;
+};
+#else
+struct CountOwnAllocations {};
+#endif
 
 // For its lifetime, the calling thread allocates for poolalloc itself (glibc's records of the
 // decay thread it starts, dlopen's of a lookup in glibc or of libunwind): untagged, charged to no
@@ -407,16 +419,15 @@ class OwnAllocationsScope {
  public:
   OwnAllocationsScope() : cache_(t_cache), tag_offset_(CacheBins::tag_offset(*cache_)) {
     if (tag_offset_ != 0) CacheBins::tag_offset(*cache_) = 0;  // never the shared empty cache's
-    ++t_own_allocations;
   }
   ~OwnAllocationsScope() {
-    --t_own_allocations;
     if (tag_offset_ != 0) CacheBins::tag_offset(*cache_) = tag_offset_;
   }
   OwnAllocationsScope(const OwnAllocationsScope&) = delete;
   OwnAllocationsScope& operator=(const OwnAllocationsScope&) = delete;
 
  private:
+  [[no_unique_address]] CountOwnAllocations counted_;
   ThreadCache* cache_;
   std::size_t tag_offset_;
 };
