@@ -21,6 +21,7 @@
 #include "block_registry.hpp"
 #include "call_sites.hpp"
 #include "deferred_operations.hpp"
+#include "depth_scope.hpp"
 #include "intrusive_list.hpp"
 #include "lock.hpp"
 #include "options.hpp"
@@ -152,13 +153,13 @@ void release(ToRelease* blocks) {
 }
 
 #if POOLALLOC_LINUX
-// The calling thread's depth in sections of the heap's lock (LockSection): a dump from a signal
+// The calling thread's depth in sections of the heap's lock (DepthScope): a dump from a signal
 // handler that interrupted one must not wait for its own thread (DebugHeap::profile_dump). On
 // Windows, which has no heap profile, nothing is counted: a thread-local variable there would
 // take one of the program's TLS indexes (native_thread_word.hpp).
 constinit POOLALLOC_THREAD_LOCAL std::uint32_t t_sections = 0;
-struct HeapSection : LockSection {
-  HeapSection() : LockSection(t_sections) {}
+struct HeapSection : DepthScope {
+  HeapSection() : DepthScope(t_sections) {}
 };
 #else
 struct HeapSection {};

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 
+#include "depth_scope.hpp"
 #include "lock.hpp"
 #include "misuse.hpp"
 #include "os.hpp"
@@ -65,7 +66,7 @@ struct alignas(2048) Samples {
 static_assert(sizeof(Samples) <= 2048, "one page");
 constinit Samples g_samples;
 
-// The calling thread's depth in sections of the samples' lock (LockSection): a dump from a signal
+// The calling thread's depth in sections of the samples' lock (DepthScope): a dump from a signal
 // handler that interrupted one must not wait for its own thread (take_sample_snapshot).
 constinit POOLALLOC_THREAD_LOCAL std::uint32_t t_sections = 0;
 
@@ -385,7 +386,7 @@ std::uint32_t take_oldest_spares(std::uint32_t count, void* (&blocks)[kMostSpare
 bool record_sample(const void* block, std::size_t size, std::int64_t mean, unsigned spare_class,
                    CapturedStack& stack, std::uint32_t tag, SampleTotals& totals) {
   const SampleEntry entry = entry_of(size, mean, stack, tag);
-  const LockSection section(t_sections);
+  const DepthScope section(t_sections);
   TryLockGuard guard(g_samples.lock);
   return guard.locked() && record_locked(block, entry, spare_class, stack, tag, totals);
 }
@@ -396,7 +397,7 @@ void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
   recorded = false;
   if (g_samples.spares_waiting.load(std::memory_order_relaxed) == 0) return nullptr;
   const SampleEntry entry = entry_of(size, mean, stack, tag);
-  const LockSection section(t_sections);
+  const DepthScope section(t_sections);
   TryLockGuard guard(g_samples.lock);
   if (!guard.locked()) return nullptr;
   void* block = take_spare(cls);
@@ -405,7 +406,7 @@ void* record_sample_in_spare(unsigned cls, std::size_t size, std::int64_t mean,
 }
 
 void restore_sample(const void* block, const SampleRecord& record) {
-  const LockSection section(t_sections);
+  const DepthScope section(t_sections);
   LockGuard guard(g_samples.lock);
   drain_deferred_forgets();
   if (!make_room()) return;
@@ -419,7 +420,7 @@ bool sample_records_hold_blocks() {
 }
 
 Forgotten forget_sample(const void* block, bool may_keep, SampleRecord* removed) {
-  const LockSection section(t_sections);
+  const DepthScope section(t_sections);
   TryLockGuard guard(g_samples.lock);
   if (!guard.locked()) {
     defer_forget(reinterpret_cast<std::uintptr_t>(block));
@@ -451,7 +452,7 @@ Forgotten forget_sample(const void* block, bool may_keep, SampleRecord* removed)
 }
 
 std::uint32_t take_all_spare_sample_blocks(void* (&blocks)[kMostSpareBlocks], bool wait_for_fork) {
-  const LockSection section(t_sections);
+  const DepthScope section(t_sections);
   TryLockGuard guard(g_samples.lock, wait_for_fork);
   return guard.locked() ? take_oldest_spares(g_samples.spare_count, blocks) : 0;
 }
@@ -463,7 +464,7 @@ bool spare_sample_blocks_wait() {
 SampleSnapshot take_sample_snapshot(bool without_waiting) {
   SampleSnapshot snapshot;
   if (t_sections != 0) return snapshot;  // a signal handler's, over this thread's own section
-  const LockSection section(t_sections);
+  const DepthScope section(t_sections);
   if (without_waiting ? !g_samples.lock.try_lock() : !g_samples.lock.lock_unless_forking())
     return snapshot;
   struct Unlock {

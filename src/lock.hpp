@@ -42,7 +42,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 
 namespace poolalloc::internal {
 
@@ -97,28 +96,6 @@ class Lock {
   bool lock_contended(bool give_up_when_forking);
   void wake(int waiters);
   std::atomic<int> state_{kFree};
-};
-
-// Counts, in a thread-local `depth`, the calling thread's sections of one lock, from before it
-// takes the lock to after it drops it: a signal handler that would take the same lock (a dump of
-// the heap profile) sees that it interrupted its own thread's section, and does not wait for
-// itself. The signal fences keep the compiler from moving the count past the lock's operations;
-// a handler runs on the thread it interrupted.
-class LockSection {
- public:
-  explicit LockSection(std::uint32_t& depth) : depth_(depth) {
-    ++depth_;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  ~LockSection() {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    --depth_;
-  }
-  LockSection(const LockSection&) = delete;
-  LockSection& operator=(const LockSection&) = delete;
-
- private:
-  std::uint32_t& depth_;
 };
 
 class LockGuard {

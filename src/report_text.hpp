@@ -12,6 +12,9 @@
 
 namespace poolalloc::internal {
 
+// The most characters a figure takes in decimal: UINT64_MAX's 20 digits.
+inline constexpr std::size_t kWidestFigure = 20;
+
 // The first `limit` bytes of text or fewer: a UTF-8 character is not split.
 inline std::string_view cut_at_character(std::string_view text, std::size_t limit) {
   if (text.size() <= limit) return text;
@@ -25,8 +28,7 @@ inline std::string_view cut_at_character(std::string_view text, std::size_t limi
 inline void append_shown(detail::Message& message, std::string_view text, std::size_t limit) {
   const std::string_view shown = cut_at_character(text, limit);
   for (char c : shown) {
-    const auto byte = static_cast<unsigned char>(c);
-    const char one[1] = {byte < 0x20 || byte == 0x7f ? '?' : c};
+    const char one[1] = {detail::shown_character(c)};
     message << std::string_view(one, 1);
   }
   if (shown.size() < text.size()) message << "...";

@@ -213,7 +213,6 @@ void print_lines(OutputBuffer& out, const std::string_view (&lines)[kLines]) {
 // figure gets (a count of 20 digits; a size is at most 14 characters, "16777215.9 TiB"), with the
 // space before it after the first column; the title and the totals, one Message each; the
 // legends and the headers.
-constexpr std::size_t kWidestFigure = 20;
 template <std::size_t kColumns>
 constexpr std::size_t longest_row(const int (&widths)[kColumns]) {
   std::size_t bytes = 1;  // "\n"

@@ -31,7 +31,6 @@ constexpr std::size_t kStackBytes = std::size_t{256} << 10;
 // The longest line, so that every line goes out in one write(2): a header of every tag, each
 // name kMaxTagName quotes (which CSV doubles, inside quotes), and under it, written with it, the
 // line of figures, each at its widest (20 digits).
-constexpr std::size_t kWidestFigure = 20;
 constexpr std::size_t kLongestHeader = 2 + kTagCount * (1 + 2 + 2 * kMaxTagName) + 1;
 constexpr std::size_t kLongestLine =
     kLongestHeader + kWidestFigure + kTagCount * (1 + kWidestFigure) + 1;

@@ -14,6 +14,7 @@
 #include "bins.hpp"
 #include "central_lists.hpp"
 #include "decay_requests.hpp"
+#include "depth_scope.hpp"
 #include "free_block_marks.hpp"
 #include "lock.hpp"
 #include "platform.hpp"
@@ -401,11 +402,8 @@ int current_tag();
 // none of their allocations. Elsewhere nothing is counted: a thread-local variable there would
 // take one of the program's TLS indexes (native_thread_word.hpp).
 extern POOLALLOC_THREAD_LOCAL std::uint32_t t_own_allocations;
-struct CountOwnAllocations {
-  CountOwnAllocations() { ++t_own_allocations; }
-  ~CountOwnAllocations() { --t_own_allocations; }
-  CountOwnAllocations(const CountOwnAllocations&) = delete;
-  CountOwnAllocations& operator=(const CountOwnAllocations&) = delete;
+struct CountOwnAllocations : DepthScope {
+  CountOwnAllocations() : DepthScope(t_own_allocations) {}
 };
 #else
 struct CountOwnAllocations {};

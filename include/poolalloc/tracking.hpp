@@ -30,6 +30,7 @@
 #include "detail/budget_registry.hpp"
 #include "detail/forward.hpp"
 #include "detail/malloc_tags.hpp"
+#include "detail/message.hpp"
 #include "detail/printing.hpp"
 #include "detail/resource_of.hpp"
 #include "fixed_pool.hpp"
@@ -93,12 +94,11 @@ bool try_with_arena(const Synchronized<Arena>& arena, F&& f) {
   return arena.try_with_lock(std::forward<F>(f));
 }
 
-// A name as print_budgets() prints it: a control character as '?', as the malloc's statistics
-// table prints one, so that a name keeps to its line and sends a terminal nothing.
+// A name as print_budgets() prints it: its control characters as '?', as the malloc's statistics
+// table prints them.
 inline std::string shown_name(std::string_view name) {
   std::string shown(name);
-  for (char& c : shown)
-    if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f') c = '?';
+  for (char& c : shown) c = shown_character(c);
   return shown;
 }
 }  // namespace detail

@@ -72,6 +72,13 @@ class Message {
   std::size_t length_ = 0;
 };
 
+// A character of text that came from outside (a name, a path) as a report shows it: a control
+// character as '?', so that a line stays one line and sends a terminal nothing.
+constexpr char shown_character(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x20 || byte == 0x7f ? '?' : c;
+}
+
 // Misuse that would otherwise corrupt memory: say what and where on stderr, then abort.
 [[noreturn]] inline void fatal(Message& message) {
   const NoCancellation whole_report;  // the report, then abort: never a cancelled thread
